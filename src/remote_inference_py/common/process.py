@@ -1,0 +1,63 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Process-level settings every node applies before it creates anything.
+
+glibc returns ~1 MB message buffers (an image, a chunk batch) to the OS after each use and
+faults them back in on the next message: 420-650 minor page faults per observation/chunk round
+trip. Raising the mmap and trim thresholds keeps them in the heap; measured 2-2.6x faster round
+trips on every transport (platform.md). Nodes call :func:`tune_allocator` first thing in
+``main()``, so users get this without setting ``MALLOC_*`` variables themselves.
+"""
+
+import ctypes
+import ctypes.util
+import os
+
+# mallopt parameter numbers from <malloc.h>.
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+
+MMAP_THRESHOLD_BYTES = 4 * 1024 * 1024
+TRIM_THRESHOLD_BYTES = 256 * 1024 * 1024
+
+# Setting this variable to 0 leaves glibc's defaults (for benchmarks that compare both).
+DISABLE_VARIABLE = 'REMOTE_INFERENCE_TUNE_MALLOC'
+
+
+def tune_allocator():
+    """
+    Keep large message buffers in the heap instead of returning them to the OS.
+
+    Returns True when the settings were applied, False when disabled, not on glibc, or when
+    the user already chose their own ``MALLOC_MMAP_THRESHOLD_`` (theirs wins).
+    """
+    if os.environ.get(DISABLE_VARIABLE, '1') == '0':
+        return False
+    if 'MALLOC_MMAP_THRESHOLD_' in os.environ:
+        return False
+    name = ctypes.util.find_library('c')
+    if not name:
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    ok = mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
+    ok = mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1 and ok
+    return ok

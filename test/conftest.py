@@ -1,0 +1,97 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Shared fixtures. The ROS environment is fixed here, before anything imports rclpy.
+
+Every test run gets its own ROS_DOMAIN_ID (never the user's: a test must not talk to a real
+robot), discovery limited to this host, and the shared-memory Fast DDS profile from config/.
+"""
+
+import os
+import pathlib
+import sys
+
+import pytest
+
+TEST_DIR = pathlib.Path(__file__).resolve().parent
+ROOT = TEST_DIR.parent
+sys.path[:0] = [str(TEST_DIR), str(TEST_DIR / 'peers')]
+
+os.environ['ROS_DOMAIN_ID'] = os.environ.get('RI_TEST_DOMAIN_ID', str(1 + os.getpid() % 200))
+os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = str(ROOT / 'config' / 'fastdds_shm.xml')
+os.environ.pop('ROS_STATIC_PEERS', None)
+os.environ['PYTHONUNBUFFERED'] = '1'
+os.environ['RCUTILS_LOGGING_BUFFERED_STREAM'] = '0'
+
+from ros_fixtures import fastdds_segments, NodeProcess, Spinner  # noqa: E402
+
+
+@pytest.fixture(scope='session')
+def ros_context():
+    """Initialise rclpy once for the test process; shut down at the end of the session."""
+    import rclpy
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    yield context
+    rclpy.try_shutdown(context=context)
+
+
+@pytest.fixture
+def ros(ros_context, request):
+    """Provide a node in the test process and a spinner for it."""
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    name = 'test_' + ''.join(c if c.isalnum() else '_' for c in request.node.name)[:40]
+    node = Node(name, context=ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    yield node, Spinner(executor)
+    executor.remove_node(node)
+    executor.shutdown()
+    node.destroy_node()
+
+
+@pytest.fixture
+def processes(tmp_path, ros):
+    """Start node processes; at teardown stop them all with SIGINT and check for leaks."""
+    started = []
+    before = fastdds_segments()
+
+    class Group:
+        log_dir = tmp_path
+
+        def console_script(self, name, **kwargs):
+            proc = NodeProcess.console_script(name, tmp_path, **kwargs)
+            started.append(proc)
+            return proc
+
+        def peer(self, script, **kwargs):
+            proc = NodeProcess.peer(script, tmp_path, **kwargs)
+            started.append(proc)
+            return proc
+
+    yield Group()
+    failures = []
+    for proc in started:
+        try:
+            proc.stop()
+        except AssertionError as error:
+            failures.append(str(error))
+    leaked = fastdds_segments() - before
+    if leaked:
+        failures.append(f'shared-memory segments left behind: {sorted(leaked)}')
+    if failures:
+        pytest.fail('\n'.join(failures))

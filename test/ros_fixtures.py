@@ -1,0 +1,233 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Helpers for tests that run nodes over real DDS.
+
+- :class:`NodeProcess` starts a node (an installed console script, or any Python module) as a
+  subprocess with a params file, logs to a file, and stops it with SIGINT, waiting for exit.
+- :class:`Spinner` spins a test-process node until a condition holds, with a timeout.
+- :func:`populate` fills any ROS message with distinct non-default values, for round trips.
+- :func:`fastdds_segments` lists Fast DDS shared-memory segments, to prove none leak.
+"""
+
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+INSTALL_LIB = ROOT / 'install' / 'remote_inference' / 'lib' / 'remote_inference'
+PEERS = pathlib.Path(__file__).resolve().parent / 'peers'
+
+
+def write_params(path, node_name, params):
+    """Write a ROS 2 params file for one node and return its path."""
+    path = pathlib.Path(path)
+    path.write_text(yaml.safe_dump({node_name: {'ros__parameters': params}}))
+    return path
+
+
+class NodeProcess:
+    """A node running in its own process, stopped with SIGINT."""
+
+    def __init__(self, argv, log_path, env=None):
+        self.argv = [str(a) for a in argv]
+        self.log_path = pathlib.Path(log_path)
+        self._log = open(self.log_path, 'wb')
+        self.proc = subprocess.Popen(
+            self.argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=env if env is not None else os.environ.copy(), start_new_session=True)
+
+    @classmethod
+    def console_script(cls, name, log_dir, params=None, node_name=None, namespace=None,
+                       ros_args=(), args=()):
+        """Start an installed console script of lib/remote_inference with ROS arguments."""
+        exe = INSTALL_LIB / name
+        if not exe.exists():
+            raise FileNotFoundError(f'console script {exe} is not installed; run ./run setup')
+        return cls._start([str(exe)], name, log_dir, params, node_name, namespace, ros_args,
+                          args)
+
+    @classmethod
+    def peer(cls, script, log_dir, args=(), params=None, node_name=None, namespace=None):
+        """Start a test peer script from test/peers with the test interpreter."""
+        return cls._start([sys.executable, str(PEERS / script)], script, log_dir, params,
+                          node_name, namespace, (), args)
+
+    @classmethod
+    def _start(cls, base, label, log_dir, params, node_name, namespace, ros_args, args):
+        log_dir = pathlib.Path(log_dir)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        argv = list(base) + list(args) + ['--ros-args']
+        if params is not None:
+            if isinstance(params, dict):
+                params = write_params(log_dir / f'{label}.params.yaml', node_name or '/**',
+                                      params)
+            argv += ['--params-file', str(params)]
+        if node_name:
+            argv += ['-r', f'__node:={node_name}']
+        if namespace:
+            argv += ['-r', f'__ns:={namespace}']
+        argv += list(ros_args)
+        return cls(argv, log_dir / f'{label}.log')
+
+    @property
+    def pid(self):
+        """Process id."""
+        return self.proc.pid
+
+    def output(self):
+        """Everything the process has logged so far."""
+        self._log.flush()
+        return self.log_path.read_text(errors='replace')
+
+    def wait_for_output(self, pattern, timeout=20.0, spinner=None):
+        """Wait until the log matches the regular expression; return the match."""
+        deadline = time.monotonic() + timeout
+        regex = re.compile(pattern)
+        while time.monotonic() < deadline:
+            match = regex.search(self.output())
+            if match:
+                return match
+            if self.proc.poll() is not None:
+                match = regex.search(self.output())
+                if match:
+                    return match
+                raise AssertionError(
+                    f'{self.argv[0]} exited with {self.proc.returncode} before logging '
+                    f'{pattern!r}:\n{self.output()}')
+            if spinner is not None:
+                spinner.spin_for(0.05)
+            else:
+                time.sleep(0.05)
+        raise AssertionError(f'{self.argv[0]} did not log {pattern!r} within {timeout} s:\n'
+                             f'{self.output()}')
+
+    def wait(self, timeout=20.0):
+        """Wait for the process to exit by itself; return its exit code."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f'{self.argv[0]} still running after {timeout} s:\n'
+                                 f'{self.output()}') from None
+
+    def stop(self, timeout=20.0):
+        """Send SIGINT and wait for a clean exit; return the exit code (kill after timeout)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                self._log.close()
+                raise AssertionError(f'{self.argv[0]} ignored SIGINT for {timeout} s:\n'
+                                     f'{self.output()}') from None
+        self._log.close()
+        return self.proc.returncode
+
+    def kill(self):
+        """Kill the process at once (SIGKILL), as a crash would."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        return self.proc.returncode
+
+
+class Spinner:
+    """Spin nodes of the test process until a condition holds."""
+
+    def __init__(self, executor):
+        self.executor = executor
+
+    def spin_for(self, seconds):
+        """Process callbacks for the given time."""
+        deadline = time.monotonic() + seconds
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self.executor.spin_once(timeout_sec=min(remaining, 0.02))
+
+    def until(self, predicate, timeout=10.0, what='condition'):
+        """Spin until predicate() is truthy; return its value or fail naming what."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = predicate()
+            if value:
+                return value
+            self.executor.spin_once(timeout_sec=0.02)
+        value = predicate()
+        if value:
+            return value
+        raise AssertionError(f'timed out after {timeout} s waiting for {what}')
+
+    def call(self, client, request, timeout=10.0):
+        """Call a service and spin until the response arrives."""
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise AssertionError(f'service {client.srv_name} not available after {timeout} s')
+        future = client.call_async(request)
+        self.until(future.done, timeout, f'response of {client.srv_name}')
+        return future.result()
+
+
+_COUNTER = [0]
+
+
+def _next_value():
+    _COUNTER[0] += 1
+    return _COUNTER[0]
+
+
+def populate(msg):
+    """Fill every field of a message with distinct non-default values; return the message."""
+    import importlib
+    for field, kind in msg.get_fields_and_field_types().items():
+        value = _value_for(kind, field, importlib)
+        setattr(msg, field, value)
+    return msg
+
+
+def _value_for(kind, field, importlib):
+    if kind.startswith('sequence<'):
+        inner = kind[len('sequence<'):-1]
+        return [_value_for(inner, field, importlib) for _ in range(3)]
+    n = _next_value()
+    if kind == 'string':
+        return f'{field}-{n}'
+    if kind == 'boolean':
+        return True
+    if kind in ('float', 'double'):
+        return n + 0.5
+    if re.fullmatch(r'u?int(8|16|32|64)|octet|byte', kind):
+        return n % 200 + 1
+    package, name = kind.split('/')
+    cls = getattr(importlib.import_module(f'{package}.msg'), name)
+    return populate(cls())
+
+
+def fastdds_segments():
+    """Fast DDS shared-memory data segments in /dev/shm (port files are shared, excluded)."""
+    shm = pathlib.Path('/dev/shm')
+    if not shm.exists():
+        return set()
+    return {p.name for p in shm.iterdir()
+            if p.name.startswith(('fastrtps_', 'fast_datasharing', 'fastdds_'))
+            and 'port' not in p.name}
