@@ -19,7 +19,6 @@ It serves ``GetCapabilities`` with this package's protocol version and publishes
 ``ExecutorStatus``. ``ros2 run remote_inference smoke`` on a ROS install does the same.
 """
 
-import rclpy
 from rclpy.node import Node
 from remote_inference.msg import ExecutorStatus
 from remote_inference.srv import GetCapabilities
