@@ -22,6 +22,7 @@ Helpers for tests that run nodes over real DDS.
 - :func:`fastdds_segments` lists Fast DDS shared-memory segments, to prove none leak.
 """
 
+import fcntl
 import os
 import pathlib
 import re
@@ -231,3 +232,32 @@ def fastdds_segments():
     return {p.name for p in shm.iterdir()
             if p.name.startswith(('fastrtps_', 'fast_datasharing', 'fastdds_'))
             and 'port' not in p.name}
+
+
+def clean_dead_segments():
+    """
+    Remove shared-memory segments whose owner process is dead (after a SIGKILL in a test).
+
+    A live Fast DDS participant holds an flock on ``<segment>_el``; a killed one cannot
+    release it, and its segment stays in /dev/shm. This does what ``fastdds shm clean`` does
+    for data segments (port files are shared between processes and left alone).
+    """
+    removed = []
+    for name in sorted(fastdds_segments()):
+        if not name.endswith('_el'):
+            continue
+        lock = pathlib.Path('/dev/shm', name)
+        try:
+            fd = os.open(lock, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # held: its owner is alive
+        finally:
+            os.close(fd)
+        for path in (lock, lock.with_name(name[:-len('_el')])):
+            path.unlink(missing_ok=True)
+            removed.append(path.name)
+    return removed

@@ -69,7 +69,8 @@ def fake_tools(tmp_path, python_version):
     bin_dir = tmp_path / 'bin'
     bin_dir.mkdir()
     for tool in ['bash', 'env', 'dirname', 'df', 'awk', 'sha256sum', 'cut', 'find', 'sort',
-                 'xargs', 'cat', 'mkdir', 'touch', 'grep', 'rm', 'tail']:
+                 'xargs', 'cat', 'mkdir', 'touch', 'grep', 'rm', 'tail', 'flock', 'ldconfig',
+                 'id']:
         path = shutil.which(tool)
         if path:
             (bin_dir / tool).symlink_to(path)

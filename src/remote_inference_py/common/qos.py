@@ -18,16 +18,23 @@ QoS profiles by role, used by every node so publishers and subscribers always ma
 - images: sensor data (best effort, keep last 1): a late frame is worth nothing.
 - joint states: reliable, keep last 5: small, and the executor needs every pose it can get.
 - chunks, requests, commands: reliable, keep last 10: never silently lost.
+- chunks also carry a liveliness lease (1 s, automatic): when the server process dies or
+  stops, the executor's subscription is told within about a lease, which is how the executor
+  observes server loss without any heartbeat code.
 - status, capabilities, hardware info, task: reliable + transient local, depth 1: a late
   subscriber (or a bag started later) still gets the current value.
 """
 
+from rclpy.duration import Duration
 from rclpy.qos import (
     DurabilityPolicy,
     HistoryPolicy,
+    LivelinessPolicy,
     QoSProfile,
     ReliabilityPolicy,
 )
+
+SERVER_LEASE_S = 1.0
 
 IMAGES = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=1,
@@ -41,6 +48,12 @@ COMMANDS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=10,
     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
+CHUNKS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST, depth=10,
+    reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE,
+    liveliness=LivelinessPolicy.AUTOMATIC,
+    liveliness_lease_duration=Duration(seconds=SERVER_LEASE_S))
+
 LATCHED = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=1,
     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -50,5 +63,6 @@ BY_ROLE = {
     'images': IMAGES,
     'joint_states': JOINT_STATES,
     'commands': COMMANDS,
+    'chunks': CHUNKS,
     'latched': LATCHED,
 }
