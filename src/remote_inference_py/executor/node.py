@@ -1,0 +1,646 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The executor node: a thin ROS 2 wrapper over :class:`ExecutorCore`.
+
+It maps parameters to an :class:`ExecutorConfig`, messages to core calls and core results to
+messages. All decisions (refill, merge, blend, hold, faults, return) are the core's.
+
+Topics (relative names; remap in the launch file):
+
+=========================  =====  ===========================  ==================================
+name                       dir    type                         role
+=========================  =====  ===========================  ==================================
+``joint_states``           in     sensor_msgs/JointState       measured pose (by name)
+``applied_command``        in     sensor_msgs/JointState       target the driver really applied
+``hardware/info``          in     remote_inference/HardwareInfo  position-hold declaration
+``policy/chunk``           in     remote_inference/ActionChunk   chunks (liveliness = server alive)
+``policy/request``         out    remote_inference/InferenceRequest
+``joint_commands``         out    JointState / Float64MultiArray / JointTrajectory (one point)
+``executor/status``        out    remote_inference/ExecutorStatus  latched, 2 Hz and on change
+``executor/task``          out    std_msgs/String              latched task of dispatched actions
+=========================  =====  ===========================  ==================================
+
+Services: ``policy/get_capabilities`` and ``policy/admit`` (client), ``executor/start`` and
+``executor/stop`` (``std_srvs/Trigger``).
+
+Threads: the node spins on one thread (see ``run_node``: rclpy's MultiThreadedExecutor
+delayed timers by up to 1.5 s here). Every callback only hands data to the core and returns
+in well under a millisecond, so none delays a tick by more than that; the control timer still
+has its own callback group and every core call is made under one lock, so the node stays
+correct under a multi-threaded executor too.
+"""
+
+import dataclasses
+import threading
+import time
+
+import numpy as np
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.duration import Duration
+from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.node import Node
+from rclpy.time import Time
+from remote_inference.msg import (
+    ActionChunk,
+    ExecutorStatus,
+    HardwareInfo,
+    InferenceRequest,
+    ObservationFeature,
+)
+from remote_inference.srv import Admit, GetCapabilities
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from remote_inference_py import PROTOCOL_VERSION
+from remote_inference_py.common import qos
+from remote_inference_py.common.node_main import ConfigError, run_node
+from remote_inference_py.executor.config import ExecutorConfig, STRUCTURAL_FIELDS
+from remote_inference_py.executor.core import Chunk, ExecutorCore, State
+
+OUTPUT_FORMATS = ('joint_state', 'float64_multi_array', 'joint_trajectory')
+SUMMARY_PERIOD_S = 5.0
+STATUS_PERIOD_S = 0.5
+ADMISSION_RETRY_S = 2.0
+
+_D = ParameterType
+
+
+def _descriptor(description, kind, read_only=False, low=None, high=None, step=0):
+    """Build a ParameterDescriptor with an optional range."""
+    desc = ParameterDescriptor(description=description, type=kind, read_only=read_only)
+    if low is not None and kind == _D.PARAMETER_DOUBLE:
+        desc.floating_point_range = [FloatingPointRange(from_value=float(low),
+                                                        to_value=float(high), step=0.0)]
+    if low is not None and kind == _D.PARAMETER_INTEGER:
+        desc.integer_range = [IntegerRange(from_value=int(low), to_value=int(high),
+                                           step=int(step))]
+    return desc
+
+
+# name: (default, type, description, read_only, low, high). Config fields first (same names as
+# ExecutorConfig), then node-only settings. Structural fields are read-only.
+PARAMETERS = {
+    'joint_names': (['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex',
+                     'wrist_roll', 'gripper'], _D.PARAMETER_STRING_ARRAY,
+                    'Action names in order; every joint vector is matched by name.'),
+    'fps': (30.0, _D.PARAMETER_DOUBLE, 'Action rate of the policy [Hz].', 1.0, 1000.0),
+    'interpolation_multiplier': (1, _D.PARAMETER_INTEGER,
+                                 'Control ticks per action (linear sub-steps).', 1, 20),
+    'chunk_merge': ('aligned', _D.PARAMETER_STRING,
+                    'How a new chunk joins the plan: append, aligned or ensemble.'),
+    'synchronous': (False, _D.PARAMETER_BOOL,
+                    'Classic loop baseline: request only when empty, hold while waiting.'),
+    'action_offset': (0, _D.PARAMETER_INTEGER,
+                      'Step 0 targets the first action tick after capture plus this.', 0, 100),
+    'joint_lower_limits': ([-3.2] * 6, _D.PARAMETER_DOUBLE_ARRAY,
+                           'Lower joint limits [rad], in joint_names order.'),
+    'joint_upper_limits': ([3.2] * 6, _D.PARAMETER_DOUBLE_ARRAY,
+                           'Upper joint limits [rad], in joint_names order.'),
+    'refill_seconds': (0.2, _D.PARAMETER_DOUBLE,
+                       'Request the next chunk when buffered playback falls to this [s]; '
+                       'effective refill = max(this, recent max turnaround + 1/fps).',
+                       0.0, 60.0),
+    'request_timeout_s': (2.0, _D.PARAMETER_DOUBLE,
+                          'Abandon an unanswered request after this long [s].', 0.01, 600.0),
+    'starvation_grace_s': (3.0, _D.PARAMETER_DOUBLE,
+                           'Fault when no usable chunk arrives this long into a wait [s].',
+                           0.01, 600.0),
+    'ensemble_coeff': (0.01, _D.PARAMETER_DOUBLE,
+                       'ACT ensembling weight exp(-coeff*i), i=0 oldest; sign picks '
+                       'older (+) or newer (-) predictions.', -10.0, 10.0),
+    'blend_steps': (0, _D.PARAMETER_INTEGER,
+                    'Blend this many overlapping steps at each seam (0 = off).', 0, 1000),
+    'blend_weight': (0.5, _D.PARAMETER_DOUBLE,
+                     'Weight of the old plan on the first overlapping step.', 0.0, 1.0),
+    'blend_components': (['all'], _D.PARAMETER_STRING_ARRAY,
+                         'Joint names to blend; [all] means every joint.'),
+    'max_step_rad': (0.2, _D.PARAMETER_DOUBLE,
+                     'Largest change of a target per control tick and joint [rad].',
+                     1e-6, 10.0),
+    'return_to_initial_position': (True, _D.PARAMETER_BOOL,
+                                   'On stop or fault, return to the pose measured at start.'),
+    'return_speed_rad_s': (0.5, _D.PARAMETER_DOUBLE,
+                           'Joint speed on the way back to the initial pose [rad/s].',
+                           0.01, 10.0),
+    # Node-only settings.
+    'deployment': ('so101', _D.PARAMETER_STRING,
+                   'Deployment name the policy server must serve.'),
+    'semantics': ('si-radians-v1', _D.PARAMETER_STRING,
+                  'Action units and order the server must declare.'),
+    'expected_features': (['any'], _D.PARAMETER_STRING_ARRAY,
+                          'Observation feature names the server must consume; [any]: any.'),
+    'task': ('', _D.PARAMETER_STRING, 'Language instruction sent with every request.'),
+    'output_format': ('joint_state', _D.PARAMETER_STRING,
+                      'joint_commands type: joint_state, float64_multi_array (ros2_control '
+                      'forward controllers) or joint_trajectory (one point).'),
+    'require_position_hold': (True, _D.PARAMETER_BOOL,
+                              'Refuse to move unless hardware/info declares position hold.'),
+    'autostart': (False, _D.PARAMETER_BOOL,
+                  'Start motion right after admission (otherwise call executor/start).'),
+    'admission_timeout_s': (30.0, _D.PARAMETER_DOUBLE,
+                            'Fault if the server cannot be reached for admission [s].',
+                            0.1, 3600.0),
+}
+READ_ONLY = set(STRUCTURAL_FIELDS) | {'deployment', 'semantics', 'expected_features',
+                                      'output_format', 'require_position_hold'}
+CONFIG_FIELDS = {f.name for f in dataclasses.fields(ExecutorConfig)} & set(PARAMETERS)
+
+
+class ExecutorNode(Node):
+    """Dispatch one target per control tick from a buffer refilled by the policy server."""
+
+    def __init__(self, **kwargs):
+        super().__init__('executor', **kwargs)
+        for name, spec in PARAMETERS.items():
+            default, kind, description = spec[:3]
+            low, high = (spec[3], spec[4]) if len(spec) == 5 else (None, None)
+            self.declare_parameter(name, default, _descriptor(
+                description, kind, read_only=name in READ_ONLY, low=low, high=high))
+        self.config = self._config_from_parameters({})
+        self.settings = {name: self.get_parameter(name).value
+                         for name in PARAMETERS if name not in CONFIG_FIELDS}
+        if self.settings['expected_features'] == ['any']:
+            self.settings['expected_features'] = []
+        if self.settings['output_format'] not in OUTPUT_FORMATS:
+            raise ConfigError(f"parameter 'output_format' is "
+                              f"{self.settings['output_format']!r}; "
+                              f'expected one of {", ".join(OUTPUT_FORMATS)}')
+
+        self.finished = False
+        self.exit_code = 0
+        self.lock = threading.RLock()
+        self.core = ExecutorCore(self.config)
+        self.pending_config = None
+        self.hardware = None
+        self.measured_once = False
+        self.admission = 'discover'   # discover -> capabilities -> admit -> admitted | refused
+        self.admission_future = None
+        self.admission_sent = 0.0
+        self.admission_started = time.monotonic()
+        self.next_admission_log = 0.0
+        self.start_requested = bool(self.settings['autostart'])
+        self.server_seen = False
+        self.last_summary = time.monotonic()
+        self.last_stats = None
+        self.capabilities = None
+        self.task_published = None
+
+        control = MutuallyExclusiveCallbackGroup()
+        io = MutuallyExclusiveCallbackGroup()
+        self.create_subscription(JointState, 'joint_states', self.on_joint_states,
+                                 qos.JOINT_STATES, callback_group=io)
+        self.create_subscription(JointState, 'applied_command', self.on_applied,
+                                 qos.COMMANDS, callback_group=io)
+        self.create_subscription(HardwareInfo, 'hardware/info', self.on_hardware_info,
+                                 qos.LATCHED, callback_group=io)
+        self.create_subscription(
+            ActionChunk, 'policy/chunk', self.on_chunk, qos.CHUNKS, callback_group=io,
+            event_callbacks=SubscriptionEventCallbacks(liveliness=self.on_server_liveliness))
+        self.request_pub = self.create_publisher(InferenceRequest, 'policy/request',
+                                                 qos.COMMANDS)
+        self.command_pub = self.create_publisher(
+            {'joint_state': JointState, 'float64_multi_array': Float64MultiArray,
+             'joint_trajectory': JointTrajectory}[self.settings['output_format']],
+            'joint_commands', qos.COMMANDS)
+        self.status_pub = self.create_publisher(ExecutorStatus, 'executor/status', qos.LATCHED)
+        self.task_pub = self.create_publisher(String, 'executor/task', qos.LATCHED)
+        self.capabilities_client = self.create_client(
+            GetCapabilities, 'policy/get_capabilities', callback_group=io)
+        self.admit_client = self.create_client(Admit, 'policy/admit', callback_group=io)
+        self.create_service(Trigger, 'executor/start', self.on_start, callback_group=io)
+        self.create_service(Trigger, 'executor/stop', self.on_stop, callback_group=io)
+        self.add_on_set_parameters_callback(self.on_set_parameters)
+        self.create_timer(self.config.tick_period, self.on_tick, callback_group=control)
+        self.create_timer(STATUS_PERIOD_S, self.publish_status, callback_group=io)
+        self.get_logger().info(
+            f'executor up: fps={self.config.fps} x{self.config.interpolation_multiplier}, '
+            f'merge={self.config.chunk_merge}, synchronous={self.config.synchronous}, '
+            f'refill_seconds={self.config.refill_seconds}, output={self.settings["output_format"]}'
+            f'; waiting for the policy server to admit us')
+
+    # ---- parameters ---------------------------------------------------------------------
+
+    def _config_from_parameters(self, overrides):
+        """Build an ExecutorConfig from the current parameters plus overrides by name."""
+        values = {name: overrides.get(name, self.get_parameter(name).value)
+                  for name in CONFIG_FIELDS}
+        if list(values['blend_components']) == ['all']:
+            values['blend_components'] = []
+        try:
+            return ExecutorConfig(**values)
+        except (ValueError, TypeError) as error:
+            raise ConfigError(str(error)) from None
+
+    def on_set_parameters(self, params):
+        """Validate a live change; the control tick applies it (house style: act after)."""
+        overrides = {p.name: p.value for p in params if p.name in CONFIG_FIELDS}
+        if not overrides:
+            return SetParametersResult(successful=True)
+        try:
+            config = self._config_from_parameters(overrides)
+            changed = self.config.structural_changes(config)
+            if changed:
+                raise ConfigError(f'read-only while running: {", ".join(changed)}')
+        except ConfigError as error:
+            return SetParametersResult(successful=False, reason=str(error))
+        with self.lock:
+            self.pending_config = config
+        for name, value in overrides.items():
+            self.get_logger().info(f'parameter {name} set to {value!r}')
+        return SetParametersResult(successful=True)
+
+    # ---- inputs -------------------------------------------------------------------------
+
+    def _by_name(self, msg, what):
+        """Positions of a JointState in joint_names order; raise naming a missing joint."""
+        index = {name: i for i, name in enumerate(msg.name)}
+        if len(msg.position) != len(msg.name):
+            raise ValueError(f'{what} has {len(msg.name)} names but {len(msg.position)} '
+                             f'positions')
+        missing = [n for n in self.config.joint_names if n not in index]
+        if missing:
+            raise ValueError(f"joint '{missing[0]}' missing from {what}")
+        return np.array([msg.position[index[n]] for n in self.config.joint_names])
+
+    def on_joint_states(self, msg):
+        """Hand the measured pose to the core."""
+        try:
+            positions = self._by_name(msg, 'joint_states')
+        except ValueError as error:
+            self.get_logger().error(str(error), throttle_duration_sec=2.0)
+            return
+        with self.lock:
+            if self.core.on_measured(positions):
+                self.measured_once = True
+            else:
+                self.get_logger().error('joint_states carries a non-finite position; ignored',
+                                        throttle_duration_sec=2.0)
+
+    def on_applied(self, msg):
+        """Hand the target the driver really applied to the core (it is what we hold)."""
+        try:
+            positions = self._by_name(msg, 'applied_command')
+        except ValueError as error:
+            self.get_logger().error(str(error), throttle_duration_sec=2.0)
+            return
+        with self.lock:
+            self.core.on_applied(positions)
+
+    def on_hardware_info(self, msg):
+        """Remember what the hardware declares; a driver fault stops motion."""
+        self.hardware = msg
+        if msg.state == 'fault':
+            with self.lock:
+                self.core.on_actuation_failed(f'hardware interface fault: {msg.message}')
+
+    def on_chunk(self, msg):
+        """Validate and merge a chunk (the core drops it whole, with a reason, if bad)."""
+        now = time.monotonic()
+        chunk = Chunk(session_id=msg.session_id, request_id=msg.request_id,
+                      capture_time=self._to_core_time(Time.from_msg(msg.header.stamp), now),
+                      joint_names=tuple(msg.joint_names), step_period=msg.step_period,
+                      positions=np.asarray(msg.positions, dtype=np.float64),
+                      step_count=msg.step_count)
+        with self.lock:
+            if msg.error:
+                self.core.on_request_failed(msg.request_id, f'server: {msg.error}', now)
+                self.get_logger().warning(f'request {msg.request_id} not served: {msg.error}')
+                return
+            verdict = self.core.on_chunk(chunk, now)
+        if verdict.accepted:
+            self.get_logger().debug(
+                f'chunk {msg.request_id}: turnaround {verdict.turnaround:.3f} s, playback at '
+                f'submission {verdict.playback_at_submission:.3f} s, observation age '
+                f'{verdict.observation_age:.3f} s, trimmed {verdict.trimmed_steps}, usable '
+                f'{verdict.usable_steps}, overlap {verdict.overlap_steps}, seam '
+                f'{verdict.seam if verdict.seam is not None else 0.0:.4f} rad; server '
+                f'queue {msg.queue_wait_ms:.1f} pre {msg.preprocess_ms:.1f} infer '
+                f'{msg.inference_ms:.1f} post {msg.postprocess_ms:.1f} ms')
+        else:
+            self.get_logger().warning(f'dropped chunk {msg.request_id}: {verdict.reason}')
+
+    def on_server_liveliness(self, info):
+        """Observe server presence through the chunk publisher's liveliness."""
+        if info.alive_count > 0:
+            self.server_seen = True
+            return
+        if self.server_seen and self.admission == 'admitted':
+            with self.lock:
+                self.core.server_lost(time.monotonic())
+            self.get_logger().error('policy server lost (chunk publisher not alive); this '
+                                    'session will not resume')
+
+    # ---- time ---------------------------------------------------------------------------
+
+    def _to_core_time(self, stamp, now_mono):
+        """Convert a ROS stamp (robot clock) to the core's monotonic clock."""
+        return now_mono - (self.get_clock().now() - stamp).nanoseconds * 1e-9
+
+    def _to_ros_time(self, core_time, now_mono):
+        """Convert a core time to a ROS stamp."""
+        return self.get_clock().now() - Duration(nanoseconds=int((now_mono - core_time) * 1e9))
+
+    # ---- admission ----------------------------------------------------------------------
+
+    def _advance_admission(self, now_mono):
+        """Run the admission handshake one step per tick; never block the tick."""
+        if self.admission in ('capabilities', 'admit') and not self.admission_future.done() \
+                and now_mono - self.admission_sent > ADMISSION_RETRY_S:
+            # A request sent right after discovery can be lost (the server's reply writer was
+            # not matched yet): ask again from the start.
+            self.get_logger().warning(f'no answer to {self.admission} after '
+                                      f'{ADMISSION_RETRY_S} s; asking again')
+            self.admission = 'discover'
+        if self.admission == 'discover':
+            if self.capabilities_client.service_is_ready():
+                self.admission = 'capabilities'
+                self.admission_sent = now_mono
+                self.admission_future = self.capabilities_client.call_async(
+                    GetCapabilities.Request())
+            elif now_mono - self.admission_started > self.settings['admission_timeout_s']:
+                self._refuse('no policy server answered policy/get_capabilities within '
+                             f'{self.settings["admission_timeout_s"]} s')
+            elif now_mono >= self.next_admission_log:
+                self.next_admission_log = now_mono + 5.0
+                self.get_logger().info('waiting for the policy server '
+                                       '(policy/get_capabilities)')
+        elif self.admission == 'capabilities' and self.admission_future.done():
+            caps = self.admission_future.result()
+            problems = self._check_capabilities(caps)
+            if problems:
+                self._refuse('; '.join(problems))
+                return
+            self.capabilities = caps
+            self.admission = 'admit'
+            self.admission_sent = now_mono
+            self.admission_future = self.admit_client.call_async(self._admit_request(caps))
+        elif self.admission == 'admit' and self.admission_future.done():
+            response = self.admission_future.result()
+            if not response.success:
+                self._refuse(f'server refused admission: {response.message}')
+                return
+            self.admission = 'admitted'
+            with self.lock:
+                self.core.admit(response.session_id)
+            self.get_logger().info(
+                f'admitted: session={response.session_id} instance={response.instance_id} '
+                f'deployment={self.settings["deployment"]} semantics={self.settings["semantics"]}'
+                f' chunk_length={self.capabilities.chunk_length}; settings: '
+                f'{self._settings_text()}')
+
+    def _check_capabilities(self, caps):
+        """List every difference between the server's contract and ours."""
+        cfg = self.config
+        problems = []
+        if caps.protocol_version != PROTOCOL_VERSION:
+            problems.append(f'protocol version: server {caps.protocol_version}, '
+                            f'executor {PROTOCOL_VERSION}')
+        if caps.deployment != self.settings['deployment']:
+            problems.append(f'deployment: server {caps.deployment!r}, '
+                            f'executor {self.settings["deployment"]!r}')
+        if caps.semantics != self.settings['semantics']:
+            problems.append(f'semantics: server {caps.semantics!r}, '
+                            f'executor {self.settings["semantics"]!r}')
+        if tuple(caps.action_names) != cfg.joint_names:
+            problems.append(f'action names: server {list(caps.action_names)}, '
+                            f'executor {list(cfg.joint_names)}')
+        if abs(caps.action_rate - cfg.fps) > 1e-6 * cfg.fps:
+            problems.append(f'action rate: server {caps.action_rate} Hz, executor {cfg.fps} Hz')
+        mode = 'synchronous' if cfg.synchronous else cfg.chunk_merge
+        if caps.supported_merge_modes and mode not in caps.supported_merge_modes:
+            problems.append(f'merge mode {mode!r} not supported by the server '
+                            f'({", ".join(caps.supported_merge_modes)})')
+        served = [f.name for f in caps.features]
+        missing = [f for f in self.settings['expected_features'] if f not in served]
+        if missing:
+            problems.append(f'observation features {missing} not served (server: {served})')
+        return problems
+
+    def _admit_request(self, caps):
+        """Build the Admit request from our settings."""
+        cfg = self.config
+        request = Admit.Request()
+        request.protocol_version = PROTOCOL_VERSION
+        request.client_name = self.get_fully_qualified_name()
+        request.deployment = self.settings['deployment']
+        request.semantics = self.settings['semantics']
+        request.action_names = list(cfg.joint_names)
+        request.action_rate = cfg.fps
+        request.features = [ObservationFeature(
+            name=f.name, shape=f.shape, dtype=f.dtype, kind=f.kind, names=f.names,
+            semantics=f.semantics, topic=f.topic) for f in caps.features]
+        request.merge_mode = 'synchronous' if cfg.synchronous else cfg.chunk_merge
+        request.hardware_position_hold = bool(self.hardware and self.hardware.position_hold)
+        return request
+
+    def _refuse(self, reason):
+        """Admission failed: never move, say why, exit non-zero."""
+        self.admission = 'refused'
+        self.get_logger().error(f'admission refused, the arm will not move: {reason}')
+        with self.lock:
+            self.core.fault(f'admission refused: {reason}', time.monotonic())
+
+    def _ready_to_start(self):
+        """Return why motion cannot start yet, or an empty string when it can."""
+        if self.admission != 'admitted':
+            return 'not admitted by a policy server yet'
+        if not self.measured_once:
+            return 'no joint_states received yet'
+        if self.settings['require_position_hold']:
+            if self.hardware is None:
+                return 'no hardware/info received yet (position hold unknown)'
+            if not self.hardware.position_hold:
+                return (f'hardware {self.hardware.backend!r} does not declare position hold; '
+                        'refusing to move')
+        return ''
+
+    # ---- control tick -------------------------------------------------------------------
+
+    def on_tick(self):
+        """Do one control tick: admission step, core tick, request and command out."""
+        now = time.monotonic()
+        if self.admission not in ('admitted', 'refused'):
+            self._advance_admission(now)
+        with self.lock:
+            if self.pending_config is not None:
+                self.core.update_config(self.pending_config)
+                self.config = self.pending_config
+                self.pending_config = None
+            if self.start_requested and self.core.state == State.READY:
+                why = self._ready_to_start()
+                if not why:
+                    self.core.start(now)
+                    self.start_requested = False
+                    self.get_logger().info('motion started')
+            out = self.core.tick(now)
+        if out.request is not None:
+            self._send_request(out.request, now)
+        if out.command is not None:
+            self._send_command(out.command)
+        for event in out.events:
+            self.get_logger().info(event)
+        if out.events:
+            self.publish_status()
+        if now - self.last_summary >= SUMMARY_PERIOD_S:
+            self.last_summary = now
+            self._log_summary()
+        if self.core.is_terminal and not self.finished:
+            self.publish_status()
+            self.exit_code = 0 if self.core.state == State.STOPPED else 1
+            self.get_logger().info(f'executor finished: {self.core.state.name}'
+                                   f'{": " + self.core.stats().message if self.exit_code else ""}')
+            self.finished = True
+
+    def _send_request(self, order, now):
+        msg = InferenceRequest()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.session_id = self.core.session_id
+        msg.request_id = order.request_id
+        msg.earliest_capture_stamp = self._to_ros_time(order.earliest_capture_time,
+                                                       now).to_msg()
+        msg.task = self.get_parameter('task').value
+        self.request_pub.publish(msg)
+        if self.task_published != msg.task:
+            self.task_published = msg.task
+            self.task_pub.publish(String(data=msg.task))
+        self.get_logger().debug(f'request {order.request_id} ({order.kind}): playback at '
+                                f'submission {order.playback_at_submission:.3f} s')
+
+    def _send_command(self, command):
+        names = list(self.config.joint_names)
+        values = [float(v) for v in command]
+        stamp = self.get_clock().now().to_msg()
+        fmt = self.settings['output_format']
+        if fmt == 'joint_state':
+            msg = JointState(name=names, position=values)
+            msg.header.stamp = stamp
+        elif fmt == 'float64_multi_array':
+            msg = Float64MultiArray(data=values)
+        else:
+            point = JointTrajectoryPoint(positions=values)
+            point.time_from_start = Duration(seconds=self.config.tick_period).to_msg()
+            msg = JointTrajectory(joint_names=names, points=[point])
+            msg.header.stamp = stamp
+        self.command_pub.publish(msg)
+
+    # ---- services and shutdown ----------------------------------------------------------
+
+    def on_start(self, request, response):
+        """Start motion once admitted, measured and (if required) position hold declared."""
+        why = self._ready_to_start()
+        if self.core.state == State.RUNNING:
+            response.success, response.message = True, 'already running'
+        elif self.core.state != State.READY and self.admission == 'admitted':
+            response.success = False
+            response.message = f'cannot start in state {self.core.state.name}'
+        else:
+            self.start_requested = True
+            response.success = True
+            response.message = 'starting' if not why else f'will start when ready: {why}'
+        return response
+
+    def on_stop(self, request, response):
+        """Stop: return to the initial position (if configured), then finish."""
+        self.request_stop('executor/stop called')
+        response.success = True
+        response.message = 'stopping'
+        return response
+
+    def request_stop(self, reason):
+        """Begin a clean stop; the node finishes when the core is terminal."""
+        self.get_logger().info(f'stop requested: {reason}')
+        with self.lock:
+            if self.core.state in (State.IDLE, State.READY):
+                self.core.stop(time.monotonic())
+                if not self.core.is_terminal:
+                    self.finished = True
+            else:
+                self.core.stop(time.monotonic())
+
+    def close(self):
+        """Publish the final status and let it reach subscribers before the process ends."""
+        self.publish_status()
+        for publisher in (self.command_pub, self.status_pub, self.request_pub):
+            publisher.wait_for_all_acked(Duration(seconds=1.0))
+
+    # ---- observability ------------------------------------------------------------------
+
+    def publish_status(self):
+        """Publish the current numbers on executor/status."""
+        with self.lock:
+            stats = self.core.stats()
+        msg = ExecutorStatus()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.state = int(stats.state)
+        msg.state_name = stats.state.name
+        msg.message = stats.message
+        msg.session_id = stats.session_id
+        msg.buffered_playback_s = stats.buffered_playback_s
+        msg.refill_s = stats.refill_s
+        msg.effective_refill_s = stats.effective_refill_s
+        msg.last_turnaround_s = stats.last_turnaround_s
+        msg.p50_turnaround_s = stats.p50_turnaround_s
+        msg.max_turnaround_s = stats.max_turnaround_s
+        msg.ticks = stats.ticks
+        msg.requests = stats.requests
+        msg.chunks_accepted = stats.chunks_accepted
+        msg.chunks_dropped = stats.chunks_dropped
+        msg.starved_ticks = stats.starved_ticks
+        msg.trimmed_steps = stats.trimmed_steps
+        msg.last_drop_reason = stats.last_drop_reason
+        self.status_pub.publish(msg)
+
+    def _log_summary(self):
+        with self.lock:
+            stats = self.core.stats()
+        previous, self.last_stats = self.last_stats, stats
+        requests = stats.requests - (previous.requests if previous else 0)
+        self.get_logger().info(
+            f'[{stats.state.name}] last {SUMMARY_PERIOD_S:.0f} s: {requests} requests, '
+            f'turnaround p50 {stats.p50_turnaround_s * 1000:.0f} ms max '
+            f'{stats.max_turnaround_s * 1000:.0f} ms, buffered {stats.buffered_playback_s:.2f} s,'
+            f' effective refill {stats.effective_refill_s:.2f} s; totals: '
+            f'{stats.starved_ticks} starved ticks, {stats.chunks_dropped} dropped chunks'
+            f'{" (last: " + stats.last_drop_reason + ")" if stats.chunks_dropped else ""}')
+
+    def _settings_text(self):
+        cfg = self.config
+        return (f'fps={cfg.fps} interpolation_multiplier={cfg.interpolation_multiplier} '
+                f'chunk_merge={cfg.chunk_merge} synchronous={cfg.synchronous} '
+                f'refill_seconds={cfg.refill_seconds} blend_steps={cfg.blend_steps} '
+                f'blend_weight={cfg.blend_weight} '
+                f'blend_components={list(cfg.blend_components) or "all"} '
+                f'starvation_grace_s={cfg.starvation_grace_s} '
+                f'request_timeout_s={cfg.request_timeout_s} '
+                f'return_to_initial_position={cfg.return_to_initial_position}')
+
+
+def main(args=None):
+    """Run the executor node; exit non-zero after a terminal fault."""
+    raise SystemExit(run_node(ExecutorNode, args))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,198 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The executor node over real DDS, against a scripted policy server and a kinematic arm.
+
+Each test runs three processes (the installed ``executor`` console script, the scripted
+server and the fake arm from ``test/peers``) and watches the executor's status topic and the
+commands the arm applied. Assertions are on counts, states and orderings with wide margins,
+never on wall-clock speed.
+"""
+
+import re
+
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
+from remote_inference.msg import ExecutorStatus, InferenceRequest
+from ros_fixtures import clean_dead_segments
+
+from remote_inference_py.common import qos
+
+JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll',
+          'gripper']
+EXECUTOR = {'deployment': 'test', 'autostart': True, 'refill_seconds': 0.2,
+            'starvation_grace_s': 1.0, 'return_speed_rad_s': 1.0, 'max_step_rad': 0.5}
+CMD = re.compile(r'^CMD t=(\d+) (.*)$', re.M)
+
+
+class Watch:
+    """Collect executor status and requests seen by the test node."""
+
+    def __init__(self, node):
+        self.statuses = []
+        self.requests = []
+        node.create_subscription(ExecutorStatus, 'executor/status', self.statuses.append,
+                                 qos.LATCHED)
+        node.create_subscription(InferenceRequest, 'policy/request', self.requests.append,
+                                 qos.COMMANDS)
+
+    @property
+    def last(self):
+        return self.statuses[-1] if self.statuses else None
+
+    def state(self):
+        return self.last.state_name if self.last else ''
+
+
+def start_system(processes, ros, server=None, executor=None, arm=None):
+    node, spinner = ros
+    watch = Watch(node)
+    arm_proc = processes.peer('fake_arm.py', params=arm or {}, node_name='fake_arm')
+    server_proc = processes.peer('scripted_server.py', params=server or {},
+                                 node_name='scripted_server')
+    executor_proc = processes.console_script('executor', params={**EXECUTOR, **(executor or {})},
+                                             node_name='executor')
+    return watch, arm_proc, server_proc, executor_proc
+
+
+def commands(arm_proc):
+    """Commands the arm applied, as (stamp_ns, [positions]) in order of arrival."""
+    return [(int(t), [float(v) for v in values.split()])
+            for t, values in CMD.findall(arm_proc.output())]
+
+
+def set_parameter(ros, node_name, name, value):
+    node, spinner = ros
+    client = node.create_client(SetParameters, f'/{node_name}/set_parameters')
+    request = SetParameters.Request()
+    # Typed exactly as `ros2 param set executor refill_seconds 1.2` sends it.
+    request.parameters = [Parameter(name=name, value=ParameterValue(
+        type=ParameterType.PARAMETER_DOUBLE, double_value=value))]
+    return spinner.call(client, request).results[0]
+
+
+def test_continuous_motion_then_clean_stop_returns_to_initial_pose(processes, ros):
+    node, spinner = ros
+    watch, arm, server, executor = start_system(processes, ros, server={'delay_s': 0.05})
+    spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
+    spinner.until(lambda: watch.last.chunks_accepted >= 1, 10, 'first chunk')
+    start = watch.last
+    spinner.spin_for(4.5)   # the plan is 1.67 s long: a refill about every 1.4 s
+    steady = watch.last
+    assert steady.state_name == 'RUNNING'
+    assert steady.chunks_accepted - start.chunks_accepted >= 2
+    assert steady.starved_ticks == start.starved_ticks, 'starved while playback covered delay'
+    assert steady.chunks_dropped == 0
+    assert steady.ticks - start.ticks >= 60   # ~135 expected at 30 Hz in 4.5 s; wide margin
+    moving = commands(arm)
+    assert len(moving) >= 45
+    assert max(abs(v) for _, values in moving for v in values) > 0.05, 'the arm never moved'
+    assert executor.stop() == 0
+    spinner.until(lambda: watch.state() == 'STOPPED', 5, 'STOPPED status')
+    final = commands(arm)[-1][1]
+    assert max(abs(v) for v in final) < 1e-3, f'did not return to the initial pose: {final}'
+
+
+def test_refill_seconds_set_live_changes_the_request_cadence(processes, ros):
+    node, spinner = ros
+    watch, arm, server, executor = start_system(processes, ros, server={'delay_s': 0.02})
+    spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
+    spinner.until(lambda: len(watch.requests) >= 2, 10, 'two requests')
+    before = len(watch.requests)
+    spinner.spin_for(4.0)
+    slow = len(watch.requests) - before
+    result = set_parameter(ros, 'executor', 'refill_seconds', 1.3)
+    assert result.successful, result.reason
+    spinner.spin_for(0.5)
+    before = len(watch.requests)
+    spinner.spin_for(4.0)
+    fast = len(watch.requests) - before
+    # 50 steps at 30 Hz = 1.67 s of plan: spacing ~1.4 s at 0.2 s, ~0.37 s at 1.3 s refill.
+    assert slow <= 4 and fast >= slow + 4, f'requests in 4 s: {slow} before, {fast} after'
+    assert abs(watch.last.refill_s - 1.3) < 1e-9
+    assert watch.last.starved_ticks == 0
+
+
+def test_invalid_and_read_only_parameters_are_rejected_with_a_reason(processes, ros):
+    node, spinner = ros
+    watch, arm, server, executor = start_system(processes, ros)
+    spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
+    result = set_parameter(ros, 'executor', 'refill_seconds', -1.0)
+    assert not result.successful and 'refill_seconds' in result.reason
+    result = set_parameter(ros, 'executor', 'fps', 50.0)
+    assert not result.successful and 'fps' in result.reason
+    assert watch.state() == 'RUNNING'
+
+
+def test_server_killed_holds_then_faults_returns_and_exits_nonzero(processes, ros):
+    node, spinner = ros
+    watch, arm, server, executor = start_system(processes, ros, server={'delay_s': 0.05})
+    spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
+    spinner.until(lambda: watch.last.chunks_accepted >= 2, 10, 'two chunks')
+    server.kill()
+    clean_dead_segments()
+    spinner.until(lambda: watch.state() == 'WAITING', 10, 'executor holding (WAITING)')
+    held = watch.last
+    spinner.until(lambda: watch.state() == 'FAULT', 10, 'FAULT after the grace')
+    assert executor.wait(10) != 0
+    assert 'grace' in watch.last.message or 'lost' in watch.last.message, watch.last.message
+    assert held.starved_ticks >= 1 or watch.last.starved_ticks >= 1
+    final = commands(arm)[-1][1]
+    assert max(abs(v) for v in final) < 1e-3, f'did not return to the initial pose: {final}'
+    assert re.search(r'policy server lost', executor.output())
+
+
+def test_bad_chunks_are_dropped_with_a_named_reason(processes, ros):
+    node, spinner = ros
+    watch, arm, server, executor = start_system(
+        processes, ros, server={'delay_s': 0.02, 'nan_request': 2})
+    spinner.until(lambda: watch.last and watch.last.chunks_dropped >= 1, 20, 'a dropped chunk')
+    assert 'non-finite' in watch.last.last_drop_reason
+    assert 'gripper' in watch.last.last_drop_reason
+    spinner.until(lambda: watch.last.chunks_accepted >= 3, 10, 'motion continues')
+    assert watch.state() in ('RUNNING', 'WAITING')
+
+
+def test_chunks_of_another_session_are_dropped(processes, ros):
+    node, spinner = ros
+    watch, arm, server, executor = start_system(
+        processes, ros, server={'session_override': 'intruder'})
+    spinner.until(lambda: watch.last and watch.last.chunks_dropped >= 1, 20, 'a dropped chunk')
+    assert 'intruder' in watch.last.last_drop_reason
+    assert watch.last.chunks_accepted == 0
+    spinner.until(lambda: watch.state() == 'FAULT', 10, 'fault: nothing usable ever arrived')
+    assert executor.wait(10) != 0
+    # Nothing usable arrived, so the arm was only ever held at its initial pose.
+    assert all(max(abs(v) for v in values) < 1e-6 for _, values in commands(arm))
+
+
+def test_admission_mismatch_refuses_before_motion(processes, ros):
+    node, spinner = ros
+    watch, arm, server, executor = start_system(
+        processes, ros, executor={'semantics': 'so101-degrees-gripper-percent-v1'})
+    assert executor.wait(20) != 0
+    out = executor.output()
+    assert 'admission refused' in out and 'semantics' in out, out
+    assert commands(arm) == []
+
+
+def test_hardware_without_position_hold_never_moves(processes, ros):
+    node, spinner = ros
+    watch, arm, server, executor = start_system(processes, ros, arm={'position_hold': False})
+    spinner.until(lambda: watch.state() == 'READY', 20, 'admitted')
+    spinner.spin_for(1.5)
+    assert watch.state() == 'READY'
+    assert commands(arm) == []
+    assert executor.stop() == 0
