@@ -43,6 +43,7 @@ has its own callback group and every core call is made under one lock, so the no
 correct under a multi-threaded executor too.
 """
 
+import collections
 import dataclasses
 import threading
 import time
@@ -83,6 +84,7 @@ OUTPUT_FORMATS = ('joint_state', 'float64_multi_array', 'joint_trajectory')
 SUMMARY_PERIOD_S = 5.0
 STATUS_PERIOD_S = 0.5
 ADMISSION_RETRY_S = 2.0
+TICK_WINDOW = 1000
 
 _D = ParameterType
 
@@ -206,6 +208,8 @@ class ExecutorNode(Node):
         self.last_stats = None
         self.capabilities = None
         self.task_published = None
+        self.last_tick_time = None
+        self.tick_periods = collections.deque(maxlen=TICK_WINDOW)
 
         control = MutuallyExclusiveCallbackGroup()
         io = MutuallyExclusiveCallbackGroup()
@@ -481,6 +485,9 @@ class ExecutorNode(Node):
     def on_tick(self):
         """Do one control tick: admission step, core tick, request and command out."""
         now = time.monotonic()
+        if self.last_tick_time is not None:
+            self.tick_periods.append(now - self.last_tick_time)
+        self.last_tick_time = now
         if self.admission not in ('admitted', 'refused'):
             self._advance_admission(now)
         with self.lock:
@@ -610,6 +617,15 @@ class ExecutorNode(Node):
         msg.starved_ticks = stats.starved_ticks
         msg.trimmed_steps = stats.trimmed_steps
         msg.last_drop_reason = stats.last_drop_reason
+        msg.dispatched_ticks = stats.dispatched_ticks
+        msg.held_ticks = stats.held_ticks
+        msg.skipped_ticks = stats.skipped_ticks
+        msg.last_seam_rad = float(stats.recent_seams[-1]) if stats.recent_seams else 0.0
+        msg.max_seam_rad = float(stats.max_seam)
+        periods = np.array(self.tick_periods)
+        if len(periods):
+            msg.tick_period_p50_s, msg.tick_period_p99_s, msg.tick_period_max_s = (
+                float(v) for v in np.percentile(periods, [50, 99, 100]))
         self.status_pub.publish(msg)
 
     def _log_summary(self):
