@@ -129,10 +129,21 @@ class NodeProcess:
             raise AssertionError(f'{self.argv[0]} still running after {timeout} s:\n'
                                  f'{self.output()}') from None
 
-    def stop(self, timeout=20.0):
-        """Send SIGINT and wait for a clean exit; return the exit code (kill after timeout)."""
+    def stop(self, timeout=20.0, spinner=None):
+        """
+        Send SIGINT and wait for a clean exit; return the exit code (kill after timeout).
+
+        With a spinner, the test's own node keeps processing messages while waiting (a
+        recorder in the test process must not miss the shutdown).
+        """
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
+            if spinner is not None:
+                try:
+                    spinner.until(lambda: self.proc.poll() is not None, timeout,
+                                  f'{self.argv[0]} to exit')
+                except AssertionError:
+                    pass
             try:
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:

@@ -82,7 +82,7 @@ from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 
 OUTPUT_FORMATS = ('joint_state', 'float64_multi_array', 'joint_trajectory')
 SUMMARY_PERIOD_S = 5.0
-STATUS_PERIOD_S = 0.5
+STATUS_PERIOD_S = 0.1
 ADMISSION_RETRY_S = 2.0
 TICK_WINDOW = 1000
 

@@ -1,0 +1,96 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Bring up remote_inference: ``ros2 launch remote_inference bringup.launch.py [arg:=value ...]``.
+
+What starts comes from ``remote_inference_py.bringup`` (one table shared with ``./run demo``
+and the tests); this file only maps it onto launch actions. Examples::
+
+    ros2 launch remote_inference bringup.launch.py                        # simulated arm
+    ros2 launch remote_inference bringup.launch.py backend:=feetech port:=/dev/ttyACM0
+    ros2 launch remote_inference bringup.launch.py side:=server checkpoint:=/models/act.pt2
+    ros2 launch remote_inference bringup.launch.py side:=robot record:=true
+"""
+
+import os
+import time
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import (
+    DeclareLaunchArgument,
+    ExecuteProcess,
+    LogInfo,
+    OpaqueFunction,
+    SetEnvironmentVariable,
+)
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from remote_inference_py import bringup
+
+ARGUMENTS = (
+    ('backend', 'sim', 'sim (MuJoCo SO-101, no hardware) or feetech (SO-100/SO-101 servos).'),
+    ('port', '/dev/ttyACM0', 'Serial port of the Feetech bus (backend:=feetech).'),
+    ('checkpoint', '', 'Policy file (.pt2 or TorchScript with its manifest, or a LeRobot '
+                       'checkpoint); empty: the built-in demo policy.'),
+    ('device', 'cpu', 'Torch device of the policy server: cpu, cuda or mps.'),
+    ('deployment', '', 'Deployment name checked at admission; empty: the config file value.'),
+    ('config_file', '', 'Parameters YAML; empty: config/so101_<backend>.yaml of this package.'),
+    ('namespace', '', 'Namespace of every node and topic (one per robot).'),
+    ('side', 'both', 'What runs on this host: both, robot (hardware + executor) or server '
+                     '(policy server, e.g. on the GPU host).'),
+    ('record', 'false', 'true: ros2 bag record (MCAP) the topics that describe a run.'),
+    ('bag_dir', '', 'Where record:=true writes; empty: ./remote_inference_<date-time>.'),
+    ('task', '', 'Language instruction sent with each request; empty: the config value.'),
+    ('log_level', 'info', 'Log level of every node (debug shows per-request details).'),
+)
+
+
+def _launch_setup(context):
+    values = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    share = get_package_share_directory('remote_inference')
+    nodes = bringup.plan(
+        side=values['side'], backend=values['backend'], port=values['port'],
+        checkpoint=values['checkpoint'], device=values['device'],
+        deployment=values['deployment'], config_file=values['config_file'],
+        namespace=values['namespace'], task=values['task'], share_dir=share)
+    actions = []
+    if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ:
+        profile = 'fastdds_shm.xml' if values['side'] == 'both' else 'fastdds_lan.xml'
+        actions.append(SetEnvironmentVariable('FASTDDS_DEFAULT_PROFILES_FILE',
+                                              os.path.join(share, 'config', profile)))
+    for node in nodes:
+        actions.append(Node(
+            package='remote_inference', executable=node.executable, name=node.name,
+            namespace=node.namespace, output='screen', emulate_tty=True,
+            parameters=[node.params_file, node.overrides],
+            arguments=['--ros-args', '--log-level', values['log_level']],
+            # Our nodes stop cleanly on SIGINT (the executor returns the arm first).
+            sigterm_timeout='15', sigkill_timeout='20'))
+    if values['record'].lower() in ('true', '1', 'yes'):
+        bag_dir = values['bag_dir'] or time.strftime('remote_inference_%Y%m%d_%H%M%S')
+        actions.append(LogInfo(msg=f'recording to {bag_dir}'))
+        actions.append(ExecuteProcess(
+            cmd=bringup.record_command(bag_dir, values['namespace']), output='screen'))
+    return actions
+
+
+def generate_launch_description():
+    """Declare the arguments; decide what to start once their values are known."""
+    return LaunchDescription(
+        [DeclareLaunchArgument(name, default_value=default, description=description)
+         for name, default, description in ARGUMENTS]
+        + [OpaqueFunction(function=_launch_setup)])

@@ -1,0 +1,154 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+What the system starts, in one table: ``launch/bringup.launch.py``, ``./run demo`` and the
+tests all read it.
+
+Each node has an executable (a console script in ``lib/remote_inference``), a side (``robot``
+or ``server``: ``side:=robot`` starts the robot computer's nodes, ``side:=server`` the GPU
+host's) and the topics it publishes and subscribes, with their message type and QoS role (see
+``common/qos.py``). A test starts the nodes and checks the table against the live ROS graph,
+and that every subscription has a compatible publisher.
+"""
+
+from dataclasses import dataclass
+
+SIDES = ('both', 'robot', 'server')
+BACKENDS = ('sim', 'feetech')
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic a node uses: relative name, message type, QoS role."""
+
+    name: str
+    type: str
+    qos: str
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node of the system."""
+
+    name: str
+    executable: str
+    side: str
+    publishes: tuple
+    subscribes: tuple
+    description: str
+
+
+JOINT_STATES = Topic('joint_states', 'sensor_msgs/msg/JointState', 'joint_states')
+JOINT_COMMANDS = Topic('joint_commands', 'sensor_msgs/msg/JointState', 'commands')
+APPLIED_COMMAND = Topic('applied_command', 'sensor_msgs/msg/JointState', 'commands')
+HARDWARE_INFO = Topic('hardware/info', 'remote_inference/msg/HardwareInfo', 'latched')
+CAMERA = Topic('cameras/front/image_raw', 'sensor_msgs/msg/Image', 'images')
+CUBE_POSE = Topic('sim/cube_pose', 'geometry_msgs/msg/PoseStamped', 'joint_states')
+REQUEST = Topic('policy/request', 'remote_inference/msg/InferenceRequest', 'commands')
+CHUNK = Topic('policy/chunk', 'remote_inference/msg/ActionChunk', 'chunks')
+STATUS = Topic('executor/status', 'remote_inference/msg/ExecutorStatus', 'latched')
+TASK = Topic('executor/task', 'std_msgs/msg/String', 'latched')
+
+NODES = (
+    NodeSpec(
+        name='hardware_interface', executable='hardware_interface', side='robot',
+        publishes=(JOINT_STATES, APPLIED_COMMAND, HARDWARE_INFO, CAMERA, CUBE_POSE),
+        subscribes=(JOINT_COMMANDS,),
+        description='Feetech servos or the MuJoCo SO-101: joint states, camera, commands.'),
+    NodeSpec(
+        name='executor', executable='executor', side='robot',
+        publishes=(REQUEST, JOINT_COMMANDS, STATUS, TASK),
+        subscribes=(JOINT_STATES, APPLIED_COMMAND, HARDWARE_INFO, CHUNK),
+        description='Action buffer, refill, merge, blend, hold, recovery, safe stop.'),
+    NodeSpec(
+        name='policy_server', executable='policy_server', side='server',
+        publishes=(CHUNK,),
+        subscribes=(JOINT_STATES, CAMERA, REQUEST),
+        description='Loads the policy once and answers each request with a chunk.'),
+)
+
+# Topics that describe a run (images excluded: large, and not needed to diagnose timing).
+RECORD_TOPICS = tuple(sorted({t.name for n in NODES for t in n.publishes} - {CAMERA.name}))
+
+
+def nodes_for_side(side):
+    """Return the node specs started for a side: both, robot or server."""
+    if side not in SIDES:
+        raise ValueError(f"side {side!r} is not one of {', '.join(SIDES)}")
+    return tuple(n for n in NODES if side == 'both' or n.side == side)
+
+
+def topic_types():
+    """Return {relative topic name: message type} over the whole table."""
+    types = {}
+    for node in NODES:
+        for topic in node.publishes + node.subscribes:
+            types[topic.name] = topic.type
+    return types
+
+
+@dataclass(frozen=True)
+class NodeLaunch:
+    """One node to start: executable, name, namespace, params file and overrides."""
+
+    executable: str
+    name: str
+    namespace: str
+    params_file: str
+    overrides: dict
+
+
+def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', device='cpu',
+         deployment='', config_file='', namespace='', task='', share_dir=''):
+    """
+    Decide what to start from the launch arguments; raise ValueError naming a bad one.
+
+    ``config_file`` defaults to ``<share_dir>/config/so101_<backend>.yaml``. Empty strings
+    leave the value of the config file in force. Everything is checked before any node
+    starts: a wrong backend, side, missing config file, checkpoint or serial port stops the
+    launch with a message naming it, so nothing moves.
+    """
+    import os
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
+    specs = nodes_for_side(side)
+    if not config_file:
+        config_file = os.path.join(share_dir, 'config', f'so101_{backend}.yaml')
+    if not os.path.isfile(config_file):
+        raise ValueError(f'config file {config_file!r} does not exist')
+    if checkpoint and any(s.name == 'policy_server' for s in specs) \
+            and not os.path.exists(checkpoint):
+        raise ValueError(f'checkpoint {checkpoint!r} does not exist')
+    if backend == 'feetech' and any(s.name == 'hardware_interface' for s in specs) \
+            and not os.path.exists(port):
+        raise ValueError(f'serial port {port!r} does not exist (is the arm plugged in?)')
+    overrides = {
+        'hardware_interface': {'backend': backend, **({'port': port} if backend == 'feetech'
+                                                      else {})},
+        'executor': {k: v for k, v in (('deployment', deployment), ('task', task)) if v},
+        'policy_server': {k: v for k, v in (('checkpoint', checkpoint), ('device', device),
+                                            ('deployment', deployment)) if v},
+    }
+    return [NodeLaunch(s.executable, s.name, namespace, config_file, overrides[s.name])
+            for s in specs]
+
+
+def record_command(bag_dir, namespace=''):
+    """Return the ``ros2 bag record`` command (MCAP) for the topics that describe a run."""
+    prefix = namespace.rstrip('/') + '/' if namespace else '/'
+    if not prefix.startswith('/'):
+        prefix = '/' + prefix
+    return ['ros2', 'bag', 'record', '-s', 'mcap', '-o', bag_dir] + [
+        prefix + topic for topic in RECORD_TOPICS]

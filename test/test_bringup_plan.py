@@ -1,0 +1,78 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The bringup table and the launch plan built from launch arguments (no ROS needed)."""
+
+import pytest
+
+from remote_inference_py import bringup
+
+
+@pytest.fixture
+def share(tmp_path):
+    """A share folder laid out like the installed one, with empty config files."""
+    (tmp_path / 'config').mkdir()
+    for backend in bringup.BACKENDS:
+        (tmp_path / 'config' / f'so101_{backend}.yaml').write_text('{}\n')
+    return str(tmp_path)
+
+
+def test_every_subscribed_topic_has_a_publisher_of_the_same_type():
+    published = {t.name: t for n in bringup.NODES for t in n.publishes}
+    for node in bringup.NODES:
+        for topic in node.subscribes:
+            assert topic.name in published, f'{node.name} subscribes {topic.name}: no publisher'
+            assert published[topic.name].type == topic.type
+
+
+@pytest.mark.parametrize('side, names', [
+    ('both', ['hardware_interface', 'executor', 'policy_server']),
+    ('robot', ['hardware_interface', 'executor']),
+    ('server', ['policy_server']),
+])
+def test_sides_select_nodes(side, names, share):
+    assert [n.name for n in bringup.plan(side=side, share_dir=share)] == names
+
+
+def test_overrides_reach_the_right_nodes(tmp_path, share):
+    checkpoint = tmp_path / 'policy.pt2'
+    checkpoint.write_bytes(b'x')
+    nodes = {n.name: n for n in bringup.plan(
+        checkpoint=str(checkpoint), device='cuda', deployment='lab', task='stack',
+        namespace='robot1', share_dir=share)}
+    assert nodes['policy_server'].overrides == {'checkpoint': str(checkpoint),
+                                                'device': 'cuda', 'deployment': 'lab'}
+    assert nodes['executor'].overrides == {'deployment': 'lab', 'task': 'stack'}
+    assert nodes['hardware_interface'].overrides == {'backend': 'sim'}
+    assert all(n.namespace == 'robot1' for n in nodes.values())
+    assert nodes['executor'].params_file.endswith('config/so101_sim.yaml')
+
+
+@pytest.mark.parametrize('kwargs, named', [
+    ({'backend': 'gazebo'}, "backend 'gazebo'"),
+    ({'side': 'laptop'}, "side 'laptop'"),
+    ({'config_file': '/nonexistent.yaml'}, "config file '/nonexistent.yaml'"),
+    ({'checkpoint': '/nonexistent/act.pt2'}, "checkpoint '/nonexistent/act.pt2'"),
+    ({'backend': 'feetech', 'port': '/dev/ttyNOPE'}, "serial port '/dev/ttyNOPE'"),
+])
+def test_bad_launch_arguments_are_named_before_anything_starts(kwargs, named, share):
+    with pytest.raises(ValueError, match=named):
+        bringup.plan(share_dir=share, **kwargs)
+
+
+def test_record_command_covers_the_run_topics_in_the_namespace():
+    command = bringup.record_command('bag', 'robot1')
+    assert command[:7] == ['ros2', 'bag', 'record', '-s', 'mcap', '-o', 'bag']
+    assert '/robot1/executor/status' in command and '/robot1/policy/chunk' in command
+    assert not any('image' in c for c in command)

@@ -1,0 +1,92 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""A run recorded to a real rosbag2 MCAP file from raw subscriptions, then analysed."""
+
+import subprocess
+
+from ros_fixtures import INSTALL_LIB
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from test_executor_node import EXECUTOR
+
+from remote_inference_py.analysis.bag import read_bag, typestore
+from remote_inference_py.analysis.record import Recorder
+from remote_inference_py.analysis.summary import summarize
+
+
+def test_record_a_run_and_analyse_the_bag(processes, ros, tmp_path):
+    node, spinner = ros
+    bag = tmp_path / 'run_bag'
+    recorder = Recorder(node, bag)
+    processes.peer('fake_arm.py', node_name='fake_arm', params={'log_commands': False})
+    processes.peer('scripted_server.py', node_name='scripted_server', params={'delay_s': 0.05})
+    executor = processes.console_script('executor', node_name='executor',
+                                        params={**EXECUTOR, 'task': 'pick up the cube'})
+    # Discovery can take a moment: record until three requests and their chunks are in.
+    spinner.until(lambda: recorder.counts['/policy/request'] >= 3
+                  and recorder.counts['/policy/chunk'] >= 3, 30, 'three requests recorded')
+    assert executor.stop(spinner=spinner) == 0
+    spinner.spin_for(0.5)
+    recorder.close()
+
+    with Reader(bag) as reader:   # a real rosbag2 folder: metadata.yaml + MCAP
+        recorded = {c.topic for c in reader.connections}
+    assert list(bag.glob('*.mcap')), 'no MCAP file'
+    assert 'storage_identifier: mcap' in (bag / 'metadata.yaml').read_text()
+    assert {'/joint_commands', '/joint_states', '/policy/request', '/policy/chunk',
+            '/executor/status', '/executor/task', '/applied_command'} <= recorded
+
+    topics = read_bag(bag)
+    summary = summarize(topics)
+    last_status = topics['/executor/status'][-1][1]
+    assert summary.final_state == 'STOPPED'
+    assert summary.requests >= 3 and summary.chunks_accepted >= 3
+    assert last_status.dispatched_ticks >= summary.commands - 30 > 30
+    assert 0.0 < summary.turnaround_p50_s <= summary.turnaround_max_s < 2.0
+    assert summary.tasks == ['pick up the cube']
+    assert summary.starved_ticks == last_status.starved_ticks == 0
+
+    result = subprocess.run([str(INSTALL_LIB / 'analyze'), str(bag)], capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
+    assert 'turnaround p50' in result.stdout and 'STOPPED' in result.stdout
+    png = bag / 'run.png'
+    assert png.exists() and png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+
+
+def test_analyze_reads_sqlite3_bags_and_names_bad_input(tmp_path):
+    store = typestore()
+    bag = tmp_path / 'sqlite_bag'
+    status_type = 'remote_inference/msg/ExecutorStatus'
+    cls = store.types[status_type]
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.SQLITE3) as writer:
+        connection = writer.add_connection('/robot1/executor/status', status_type,
+                                           typestore=store)
+        Time = store.types['builtin_interfaces/msg/Time']
+        Header = store.types['std_msgs/msg/Header']
+        msg = cls(header=Header(stamp=Time(sec=1, nanosec=0), frame_id=''), state=6,
+                  state_name='FAULT', message='starved', session_id='s',
+                  buffered_playback_s=0.0, refill_s=0.2, effective_refill_s=0.3,
+                  last_turnaround_s=0.1, p50_turnaround_s=0.1, max_turnaround_s=0.2,
+                  ticks=10, dispatched_ticks=8, held_ticks=2, skipped_ticks=0, requests=1,
+                  chunks_accepted=1, chunks_dropped=0, starved_ticks=2, trimmed_steps=0,
+                  last_drop_reason='', last_seam_rad=0.0, max_seam_rad=0.01,
+                  tick_period_p50_s=0.033, tick_period_p99_s=0.034, tick_period_max_s=0.04)
+        writer.write(connection, 1_000_000_000, store.serialize_cdr(msg, status_type))
+    summary = summarize(read_bag(bag, namespace='/robot1'))
+    assert summary.final_state == 'FAULT' and summary.starved_ticks == 2
+    result = subprocess.run([str(INSTALL_LIB / 'analyze'), str(tmp_path / 'missing')],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert 'missing' in result.stderr and 'rosbag2' in result.stderr
