@@ -83,7 +83,8 @@ def processes(tmp_path, ros):
             started.append(proc)
             return proc
 
-    yield Group()
+    group = Group()
+    yield group
     failures = []
     for proc in started:
         try:

@@ -58,22 +58,29 @@ class NodeProcess:
 
     @classmethod
     def console_script(cls, name, log_dir, params=None, node_name=None, namespace=None,
-                       ros_args=(), args=()):
-        """Start an installed console script of lib/remote_inference with ROS arguments."""
+                       ros_args=(), args=(), prefix=(), env=None):
+        """
+        Start an installed console script of lib/remote_inference with ROS arguments.
+
+        ``prefix`` runs it through another command (e.g. ``ip netns exec NS``); ``env``
+        replaces the environment.
+        """
         exe = INSTALL_LIB / name
         if not exe.exists():
             raise FileNotFoundError(f'console script {exe} is not installed; run ./run setup')
-        return cls._start([str(exe)], name, log_dir, params, node_name, namespace, ros_args,
-                          args)
+        return cls._start(list(prefix) + [str(exe)], name, log_dir, params, node_name,
+                          namespace, ros_args, args, env)
 
     @classmethod
-    def peer(cls, script, log_dir, args=(), params=None, node_name=None, namespace=None):
+    def peer(cls, script, log_dir, args=(), params=None, node_name=None, namespace=None,
+             prefix=(), env=None):
         """Start a test peer script from test/peers with the test interpreter."""
-        return cls._start([sys.executable, str(PEERS / script)], script, log_dir, params,
-                          node_name, namespace, (), args)
+        return cls._start(list(prefix) + [sys.executable, str(PEERS / script)], script,
+                          log_dir, params, node_name, namespace, (), args, env)
 
     @classmethod
-    def _start(cls, base, label, log_dir, params, node_name, namespace, ros_args, args):
+    def _start(cls, base, label, log_dir, params, node_name, namespace, ros_args, args,
+               env=None):
         log_dir = pathlib.Path(log_dir)
         log_dir.mkdir(parents=True, exist_ok=True)
         argv = list(base) + list(args) + ['--ros-args']
@@ -87,7 +94,7 @@ class NodeProcess:
         if namespace:
             argv += ['-r', f'__ns:={namespace}']
         argv += list(ros_args)
-        return cls(argv, log_dir / f'{label}.log')
+        return cls(argv, log_dir / f'{label}.log', env=env)
 
     @property
     def pid(self):

@@ -1,0 +1,60 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Print every executor status as one line, for tests that cannot observe from their own process
+(e.g. the robot side runs in another network namespace).
+
+Line format: ``STATUS <state_name> ticks=<n> chunks=<n> starved=<n> dropped=<n> msg=<text>``.
+"""
+
+import sys
+
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from remote_inference.msg import ExecutorStatus
+
+from remote_inference_py.common import qos
+
+
+class StatusPrinter(Node):
+    """Print executor/status."""
+
+    def __init__(self):
+        super().__init__('status_printer')
+        self.create_subscription(ExecutorStatus, 'executor/status', self.on_status, qos.LATCHED)
+
+    def on_status(self, msg):
+        """Print one status line."""
+        print(f'STATUS {msg.state_name} ticks={msg.ticks} chunks={msg.chunks_accepted} '
+              f'starved={msg.starved_ticks} dropped={msg.chunks_dropped} msg={msg.message}',
+              flush=True)
+
+
+def main():
+    """Spin until SIGINT."""
+    rclpy.init(args=sys.argv)
+    node = StatusPrinter()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,118 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Two hosts on one machine: the policy server in one network namespace, the robot side in
+another, joined by a veth pair this test creates (addresses exist only inside the two
+namespaces). DDS runs over UDP on the link only: shared memory is off, since namespaces do not
+separate /dev/shm and the link would otherwise not be the only path.
+
+The arm keeps moving across the link; when the test takes the link down, the executor holds,
+faults after the grace, returns the arm and exits non-zero.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import uuid
+
+import pytest
+
+UDP_ONLY_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
+<dds xmlns="http://www.eprosima.com">
+  <profiles>
+    <transport_descriptors>
+      <transport_descriptor>
+        <transport_id>udp_only</transport_id>
+        <type>UDPv4</type>
+      </transport_descriptor>
+    </transport_descriptors>
+    <participant profile_name="two_hosts" is_default_profile="true">
+      <rtps>
+        <userTransports><transport_id>udp_only</transport_id></userTransports>
+        <useBuiltinTransports>false</useBuiltinTransports>
+      </rtps>
+    </participant>
+  </profiles>
+</dds>
+"""
+
+
+def ip(*args):
+    subprocess.run(['ip'] + list(args), check=True, capture_output=True)
+
+
+@pytest.fixture
+def two_hosts():
+    """Create namespaces 'server' and 'robot' joined by a veth pair; remove them after."""
+    if os.geteuid() != 0:
+        pytest.skip('creating network namespaces needs root')
+    if shutil.which('ip') is None:
+        pytest.skip('iproute2 (ip) is not installed')
+    tag = uuid.uuid4().hex[:6]
+    hosts = {'server': (f'ri_srv_{tag}', f'ri_s{tag}', '10.231.7.1'),
+             'robot': (f'ri_bot_{tag}', f'ri_r{tag}', '10.231.7.2')}
+    try:
+        for netns, _, _ in hosts.values():
+            ip('netns', 'add', netns)
+        ip('link', 'add', hosts['server'][1], 'type', 'veth', 'peer', 'name', hosts['robot'][1])
+        for netns, dev, address in hosts.values():
+            ip('link', 'set', dev, 'netns', netns)
+            ip('-n', netns, 'addr', 'add', f'{address}/24', 'dev', dev)
+            ip('-n', netns, 'link', 'set', dev, 'up')
+            ip('-n', netns, 'link', 'set', 'lo', 'up')
+            ip('-n', netns, 'route', 'add', '224.0.0.0/4', 'dev', dev)
+    except subprocess.CalledProcessError as error:
+        for netns, _, _ in hosts.values():
+            subprocess.run(['ip', 'netns', 'del', netns], capture_output=True)
+        pytest.skip(f'cannot create network namespaces here: {error.stderr.decode().strip()}')
+    yield hosts
+    for netns, _, _ in hosts.values():
+        subprocess.run(['ip', 'netns', 'del', netns], capture_output=True)
+
+
+def test_arm_moves_across_the_link_and_faults_cleanly_when_it_is_cut(
+        two_hosts, processes, tmp_path):
+    profile = tmp_path / 'udp_only.xml'
+    profile.write_text(UDP_ONLY_PROFILE)
+    env = {k: v for k, v in os.environ.items() if k != 'ROS_STATIC_PEERS'}
+    env.update(FASTDDS_DEFAULT_PROFILES_FILE=str(profile),
+               ROS_AUTOMATIC_DISCOVERY_RANGE='SUBNET')
+
+    def on(host):
+        return ['ip', 'netns', 'exec', two_hosts[host][0]]
+
+    server = processes.peer('scripted_server.py', node_name='scripted_server',
+                            params={'delay_s': 0.1}, prefix=on('server'), env=env)
+    arm = processes.peer('fake_arm.py', node_name='fake_arm', prefix=on('robot'), env=env)
+    printer = processes.peer('status_printer.py', prefix=on('robot'), env=env)
+    executor = processes.console_script(
+        'executor', node_name='executor', prefix=on('robot'), env=env,
+        params={'deployment': 'test', 'autostart': True, 'starvation_grace_s': 1.0,
+                'return_speed_rad_s': 1.0, 'max_step_rad': 0.5, 'admission_timeout_s': 60.0})
+    printer.wait_for_output(r'STATUS RUNNING .*chunks=[3-9]', timeout=60)
+    moving = [float(v) for line in re.findall(r'^CMD t=\d+ (.*)$', arm.output(), re.M)
+              for v in line.split()]
+    assert max(abs(v) for v in moving) > 0.05, 'the arm did not move across the link'
+
+    ip('-n', two_hosts['robot'][0], 'link', 'set', two_hosts['robot'][1], 'down')
+    printer.wait_for_output(r'STATUS WAITING', timeout=15)
+    printer.wait_for_output(r'STATUS FAULT', timeout=15)
+    assert executor.wait(20) != 0
+    log = executor.output()
+    assert 'policy server lost' in log or 'grace' in log, log
+    final = re.findall(r'^CMD t=\d+ (.*)$', arm.output(), re.M)[-1]
+    assert max(abs(float(v)) for v in final.split()) < 1e-3, 'did not return to initial pose'
+    assert server.proc.poll() is None, 'the server should still be running on its host'
