@@ -83,6 +83,8 @@ class NodeProcess:
                env=None):
         log_dir = pathlib.Path(log_dir)
         log_dir.mkdir(parents=True, exist_ok=True)
+        if node_name and node_name != label:
+            label = f'{label}.{node_name}'
         argv = list(base) + list(args) + ['--ros-args']
         if params is not None:
             if isinstance(params, dict):

@@ -196,3 +196,32 @@ def test_hardware_without_position_hold_never_moves(processes, ros):
     assert watch.state() == 'READY'
     assert commands(arm) == []
     assert executor.stop() == 0
+
+
+def test_ros2_control_output_formats(processes, ros):
+    """float64_multi_array feeds forward controllers, joint_trajectory the JTC."""
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory
+    node, spinner = ros
+    received = {'float64_multi_array': [], 'joint_trajectory': []}
+    node.create_subscription(Float64MultiArray, 'forward_position_controller/commands',
+                             received['float64_multi_array'].append, qos.COMMANDS)
+    node.create_subscription(JointTrajectory, 'joint_trajectory_controller/joint_trajectory',
+                             received['joint_trajectory'].append, qos.COMMANDS)
+    processes.peer('fake_arm.py', node_name='fake_arm')
+    processes.peer('scripted_server.py', node_name='scripted_server')
+    for fmt, topic in (('float64_multi_array', 'forward_position_controller/commands'),
+                       ('joint_trajectory', 'joint_trajectory_controller/joint_trajectory')):
+        processes.console_script('executor', node_name=f'executor_{fmt}',
+                                 params={**EXECUTOR, 'output_format': fmt},
+                                 ros_args=['-r', f'joint_commands:={topic}',
+                                           '-r', f'executor/status:={fmt}/status'])
+    spinner.until(lambda: all(len(v) >= 20 for v in received.values()), 30,
+                  'commands in both formats')
+    assert all(len(m.data) == 6 for m in received['float64_multi_array'])
+    trajectory = received['joint_trajectory'][-1]
+    assert trajectory.joint_names == JOINTS and len(trajectory.points) == 1
+    assert len(trajectory.points[0].positions) == 6
+    assert trajectory.points[0].time_from_start.nanosec > 0
+    values = [v for m in received['float64_multi_array'] for v in m.data]
+    assert max(abs(v) for v in values) > 0.01, 'commands never moved'
