@@ -36,7 +36,7 @@ os.environ.pop('ROS_STATIC_PEERS', None)
 os.environ['PYTHONUNBUFFERED'] = '1'
 os.environ['RCUTILS_LOGGING_BUFFERED_STREAM'] = '0'
 
-from ros_fixtures import fastdds_segments, NodeProcess, Spinner  # noqa: E402
+from ros_fixtures import dead_segments, NodeProcess, Spinner  # noqa: E402
 
 
 @pytest.fixture(scope='session')
@@ -68,7 +68,7 @@ def ros(ros_context, request):
 def processes(tmp_path, ros):
     """Start node processes; at teardown stop them all with SIGINT and check for leaks."""
     started = []
-    before = fastdds_segments()
+    before = dead_segments()
 
     class Group:
         log_dir = tmp_path
@@ -91,8 +91,11 @@ def processes(tmp_path, ros):
             proc.stop()
         except AssertionError as error:
             failures.append(str(error))
-    leaked = fastdds_segments() - before
+    # A segment whose owner exited without removing it is a leak (segments of processes
+    # that are still alive, e.g. other test runs on this machine, are not).
+    leaked = dead_segments() - before
     if leaked:
-        failures.append(f'shared-memory segments left behind: {sorted(leaked)}')
+        failures.append(f'shared-memory segments left behind by dead processes: '
+                        f'{sorted(leaked)}')
     if failures:
         pytest.fail('\n'.join(failures))

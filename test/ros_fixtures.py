@@ -254,6 +254,29 @@ def fastdds_segments():
             and 'port' not in p.name}
 
 
+def _owner_alive(lock):
+    """Return True when a live process holds the flock on a segment's ``_el`` file."""
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def dead_segments():
+    """Fast DDS data segments in /dev/shm whose owner process is gone (leaked)."""
+    return {name[:-len('_el')] for name in fastdds_segments()
+            if name.endswith('_el') and not _owner_alive(pathlib.Path('/dev/shm', name))}
+
+
 def clean_dead_segments():
     """
     Remove shared-memory segments whose owner process is dead (after a SIGKILL in a test).
@@ -263,21 +286,8 @@ def clean_dead_segments():
     for data segments (port files are shared between processes and left alone).
     """
     removed = []
-    for name in sorted(fastdds_segments()):
-        if not name.endswith('_el'):
-            continue
-        lock = pathlib.Path('/dev/shm', name)
-        try:
-            fd = os.open(lock, os.O_RDWR)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            continue  # held: its owner is alive
-        finally:
-            os.close(fd)
-        for path in (lock, lock.with_name(name[:-len('_el')])):
+    for name in sorted(dead_segments()):
+        for path in (pathlib.Path('/dev/shm', name), pathlib.Path('/dev/shm', name + '_el')):
             path.unlink(missing_ok=True)
             removed.append(path.name)
     return removed

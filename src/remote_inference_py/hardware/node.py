@@ -1,0 +1,719 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The hardware interface node: Feetech SO-101 servos or the MuJoCo SO-101, one lifecycle node.
+
+A thin ROS 2 wrapper: parameters become a backend (:mod:`.backend`), command limits
+(:mod:`.commands`) and runner settings; one worker thread (:mod:`.runner`) does all bus I/O
+and physics; callbacks only validate and hand over.
+
+Topics (relative names; remap in the launch file):
+
+============================  ====  ==============================  =============================
+name                          dir   type                            role
+============================  ====  ==============================  =============================
+``joint_states``              out   sensor_msgs/JointState          measured positions [rad] at
+                                                                    ``publish_rate_hz``, stamped
+                                                                    with the measurement time
+``applied_command``           out   sensor_msgs/JointState          each target applied, after
+                                                                    clamping (what holds the arm)
+``hardware/info``             out   remote_inference/HardwareInfo   latched; on every change
+``joint_commands``            in    JointState (by name) or         targets [rad]
+                                    Float64MultiArray (in order)
+``cameras/<name>/image_raw``  out   sensor_msgs/Image (rgb8)        sim only, ``sim_cameras``
+``sim/cube_pose``             out   geometry_msgs/PoseStamped       sim only, ``world`` frame,
+                                                                    10 Hz
+============================  ====  ==============================  =============================
+
+Services: ``hardware/enable_torque`` and ``hardware/disable_torque`` (``std_srvs/Trigger``),
+plus the lifecycle services (``hardware_interface/change_state``, ``get_state``, ...).
+
+Commands (:mod:`.commands`): a command must name every joint once (a missing, unknown or
+repeated joint, a NaN, or a value more than ``limit_tolerance_rad`` beyond a joint limit
+rejects the whole command with a named reason: logged at most once a second per reason,
+counted, and put in ``hardware/info``'s message; the arm keeps its last applied target).
+Accepted targets are clamped to the joint limits, then to ``max_relative_target`` around the
+latest measured position, rounded to whole servo ticks, written, and echoed on
+``applied_command``. Commands are refused while inactive, in fault or with torque off. The
+watchdog (``command_timeout_s``) logs once when commands stop and the arm holds the last
+applied target (the servos keep their goal; nothing is re-sent). An INFO summary of the
+counters is logged every 5 s while they change.
+
+Lifecycle (``rclpy.lifecycle``): configure = open the backend (connect and ping every motor,
+configure the servos and check the calibration; or build the simulation) and start reading;
+activate = torque on, commands applied; deactivate = stop applying commands, the arm holds
+its last target with torque on; cleanup = close (torque off when
+``disable_torque_on_shutdown``). With ``autostart`` (default) the node configures and
+activates itself at startup, and exits with code 2 when it cannot (the log names the port,
+motor, file or setting). ``hardware/info`` state: ``unconfigured``, ``inactive``, ``active``,
+``fault``, ``shutting_down`` or ``finalized``; ``position_hold`` is true while active with
+torque on. A persistent bus failure gives ``fault`` (commands refused, the servos keep their
+last goal, or torque goes off with ``disable_torque_on_fault``); cleanup then configure clears
+it; a node that ends in fault exits with code 1.
+
+Stop (SIGINT, SIGTERM): while active, commands are still applied for up to
+``shutdown_grace_s`` until none has arrived for 0.5 s (the executor returns the arm to its
+initial pose meanwhile), then the arm holds and the bus is closed with torque off when
+``disable_torque_on_shutdown``. A second signal closes at once.
+
+Threads: the node spins on one thread (``run_node``); the worker thread reads, writes and
+publishes ``joint_states`` and ``applied_command``; the sim's camera thread renders and
+publishes images. Torque services and lifecycle transitions do their (short) bus I/O in the
+service callback, serialized with the worker by the bus lock.
+"""
+
+import logging
+import threading
+import time
+
+from geometry_msgs.msg import PoseStamped
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
+from rclpy.duration import Duration
+from rclpy.exceptions import ParameterException, ParameterUninitializedException
+from rclpy.lifecycle import Node as LifecycleNode
+from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rclpy.time import Time
+from remote_inference.msg import HardwareInfo
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+
+from remote_inference_py.common import qos
+from remote_inference_py.common.node_main import ConfigError, run_node
+from remote_inference_py.hardware.backend import (
+    BackendError, BackendFault, BackendOpenError, BACKENDS, check_limits, FeetechBackend,
+    FeetechSettings, limits_source, load_calibration, SimBackend)
+from remote_inference_py.hardware.calibration import CalibrationError, SO101_JOINT_NAMES
+from remote_inference_py.hardware.commands import CommandLimits, CommandRejected
+from remote_inference_py.hardware.runner import (
+    HardwareRunner, RunnerSettings, RunnerSink, Throttle)
+from remote_inference_py.hardware.sim import SimConfig
+
+COMMAND_FORMATS = ('joint_state', 'float64_multi_array')
+SUMMARY_PERIOD_S = 5.0
+CUBE_POSE_RATE_HZ = 10.0
+_D = ParameterType
+_UNSET = object()
+
+
+def _descriptor(description, kind, read_only=True, low=None, high=None):
+    """Build a ParameterDescriptor with an optional range."""
+    desc = ParameterDescriptor(description=description, type=kind, read_only=read_only)
+    if low is not None and kind == _D.PARAMETER_DOUBLE:
+        desc.floating_point_range = [FloatingPointRange(from_value=float(low),
+                                                        to_value=float(high), step=0.0)]
+    if low is not None and kind == _D.PARAMETER_INTEGER:
+        desc.integer_range = [IntegerRange(from_value=int(low), to_value=int(high), step=0)]
+    return desc
+
+
+# name: (default, type, description[, low, high]). _UNSET: no default (typed, value None).
+PARAMETERS = {
+    'backend': ('feetech', _D.PARAMETER_STRING,
+                'What to drive: feetech (Feetech STS servo bus) or sim (MuJoCo SO-101).'),
+    'port': ('', _D.PARAMETER_STRING,
+             'Serial port of the servo bus, e.g. /dev/ttyACM0 (feetech; required).'),
+    'baudrate': (1_000_000, _D.PARAMETER_INTEGER, 'Servo bus speed [bit/s] (feetech).',
+                 9600, 1_000_000),
+    'calibration_file': ('', _D.PARAMETER_STRING,
+                         'LeRobot calibration JSON of the arm (feetech); empty: default '
+                         'calibration (ids 1..6, full encoder range, never written to the '
+                         'servos).'),
+    'joint_names': (list(SO101_JOINT_NAMES), _D.PARAMETER_STRING_ARRAY,
+                    'Joint (motor) names in order; commands are matched by name.'),
+    'motor_ids': ([1, 2, 3, 4, 5, 6], _D.PARAMETER_INTEGER_ARRAY,
+                  'Bus id of each joint in joint_names order (feetech); must match the '
+                  'calibration.'),
+    'publish_rate_hz': (50.0, _D.PARAMETER_DOUBLE,
+                        'Rate of joint_states, of bus reads and of the sim physics updates '
+                        '[Hz].', 1.0, 500.0),
+    'max_relative_target': (0.35, _D.PARAMETER_DOUBLE,
+                            'Largest distance of a target from the measured position, per '
+                            'joint and command [rad]; 0 disables.', 0.0, 10.0),
+    'joint_lower_limits': (_UNSET, _D.PARAMETER_DOUBLE_ARRAY,
+                           'Lower joint limits [rad] in joint_names order; unset: the '
+                           'calibrated range (feetech) or the model (sim).'),
+    'joint_upper_limits': (_UNSET, _D.PARAMETER_DOUBLE_ARRAY,
+                           'Upper joint limits [rad] in joint_names order; unset: the '
+                           'calibrated range (feetech) or the model (sim).'),
+    'limit_tolerance_rad': (0.2, _D.PARAMETER_DOUBLE,
+                            'Targets up to this far beyond a joint limit are clamped to it; '
+                            'farther ones are rejected as out of range [rad].', 0.0, 10.0),
+    'command_format': ('joint_state', _D.PARAMETER_STRING,
+                       'joint_commands type: joint_state (matched by name) or '
+                       'float64_multi_array (joint_names order).'),
+    'command_timeout_s': (0.5, _D.PARAMETER_DOUBLE,
+                          'Watchdog: no command for this long while active holds the last '
+                          'applied target [s].', 0.01, 3600.0),
+    'autostart': (True, _D.PARAMETER_BOOL,
+                  'Configure and activate at startup; otherwise use the lifecycle services.'),
+    'shutdown_grace_s': (3.0, _D.PARAMETER_DOUBLE,
+                         'On stop, keep applying commands for up to this long, until none '
+                         'arrives for 0.5 s [s].', 0.0, 60.0),
+    'disable_torque_on_shutdown': (True, _D.PARAMETER_BOOL,
+                                   'Switch torque off when disconnecting (feetech).'),
+    'disable_torque_on_fault': (False, _D.PARAMETER_BOOL,
+                                'Switch torque off after a persistent bus failure (default: '
+                                'the servos keep holding their last goal).'),
+    'bus_retries': (2, _D.PARAMETER_INTEGER,
+                    'Extra attempts of a failed bus operation (feetech).', 0, 10),
+    'max_consecutive_failures': (3, _D.PARAMETER_INTEGER,
+                                 'Fault after this many failed bus operations in a row '
+                                 '(feetech).', 1, 1000),
+    'latency_timer_ms': (16.0, _D.PARAMETER_DOUBLE,
+                         'USB adapter latency the reply timeout allows for [ms] (feetech; '
+                         '16 for FTDI, 1-2 for CH340/CH343).', 0.0, 100.0),
+    'configure_servos': (True, _D.PARAMETER_BOOL,
+                         "Write LeRobot's SO-101 servo settings (P/I/D, acceleration, return "
+                         'delay) on configure (feetech).'),
+    'sim_render': (True, _D.PARAMETER_BOOL,
+                   'Render and publish camera images (sim; needs EGL).'),
+    'sim_cameras': (['front'], _D.PARAMETER_STRING_ARRAY,
+                    'Cameras of the scene to publish as cameras/<name>/image_raw (sim).'),
+    'sim_image_width': (640, _D.PARAMETER_INTEGER, 'Image width [px] (sim).', 1, 4096),
+    'sim_image_height': (480, _D.PARAMETER_INTEGER, 'Image height [px] (sim).', 1, 4096),
+    'sim_camera_rate_hz': (30.0, _D.PARAMETER_DOUBLE, 'Image rate [Hz] (sim).', 0.1, 120.0),
+    'sim_cube_seed': (-1, _D.PARAMETER_INTEGER,
+                      'Cube position: -1 fixed, >= 0 random on the table with this seed '
+                      '(sim).', -1, 2**31 - 1),
+    'sim_real_time_factor': (1.0, _D.PARAMETER_DOUBLE,
+                             'Simulated seconds per wall-clock second (sim).', 0.01, 100.0),
+    'sim_initial_positions': (_UNSET, _D.PARAMETER_DOUBLE_ARRAY,
+                              'Initial joint positions [rad] in joint_names order (sim); '
+                              "unset: the model's zero pose."),
+    'sim_simplify_meshes': (True, _D.PARAMETER_BOOL,
+                            'Render simplified visual meshes (sim; ~5x faster frames).'),
+}
+LIVE = {'max_relative_target', 'limit_tolerance_rad', 'command_timeout_s', 'shutdown_grace_s',
+        'disable_torque_on_shutdown', 'disable_torque_on_fault'}
+"""Parameters that can be changed at run time (``ros2 param set``); all others read-only."""
+
+
+class _DriverLogHandler(logging.Handler):
+    """Forward the servo driver's Python log records to the node's logger at DEBUG.
+
+    The runner logs what matters (throttled) and the periodic summary carries the driver's
+    counters; per-operation driver messages are visible with ``--log-level debug``.
+    """
+
+    def __init__(self, logger):
+        super().__init__(logging.DEBUG)
+        self.logger = logger
+
+    def emit(self, record):
+        try:
+            self.logger.debug(f'{record.name}: {record.getMessage()}')
+        except Exception:  # noqa: B902 - logging must never raise into the driver
+            self.handleError(record)
+
+
+class _Sink(RunnerSink):
+    """Forward the runner's outputs to the node's publishers."""
+
+    def __init__(self, node):
+        self.node = node
+
+    def on_joint_state(self, positions, stamp):
+        self.node.publish_joint_state(self.node.joint_state_pub, positions, stamp)
+
+    def on_applied(self, target, stamp):
+        self.node.publish_joint_state(self.node.applied_pub, target, stamp)
+
+    def on_status(self):
+        self.node.publish_info()
+
+    def on_finished(self):
+        self.node.on_runner_finished()
+
+
+class HardwareInterfaceNode(LifecycleNode):
+    """Drive the arm (servos or simulation): measured states out, safe commands in."""
+
+    def __init__(self, **kwargs):
+        super().__init__('hardware_interface', **kwargs)
+        for name, spec in PARAMETERS.items():
+            default, kind, description = spec[:3]
+            low, high = (spec[3], spec[4]) if len(spec) == 5 else (None, None)
+            descriptor = _descriptor(description, kind, read_only=name not in LIVE,
+                                     low=low, high=high)
+            value = Parameter.Type.DOUBLE_ARRAY if default is _UNSET else default
+            try:
+                self.declare_parameter(name, value, descriptor)
+            except ParameterException as error:
+                raise ConfigError(f'parameter {name!r}: {error}') from None
+        self.settings = {name: self._value(name) for name in PARAMETERS}
+        self._validate_settings()
+
+        self.finished = False
+        self.exit_code = 0
+        self.lock = threading.RLock()
+        self.runner = None
+        self.backend_name = self.settings['backend']
+        self.stop_reason = None
+        self.last_error = ''
+        self.last_info = None
+        self.last_summary = ''
+        self.info_lock = threading.Lock()
+        self.reject_throttle = Throttle()
+        self.driver_log = logging.getLogger('remote_inference_py.hardware')
+        self.driver_log_handler = _DriverLogHandler(self.get_logger().get_child('driver'))
+        self.driver_log.addHandler(self.driver_log_handler)
+        self.driver_log.setLevel(logging.DEBUG)
+        self.driver_log.propagate = False
+
+        self.joint_state_pub = self.create_publisher(JointState, 'joint_states',
+                                                     qos.JOINT_STATES)
+        self.applied_pub = self.create_publisher(JointState, 'applied_command', qos.COMMANDS)
+        self.info_pub = self.create_publisher(HardwareInfo, 'hardware/info', qos.LATCHED)
+        self.image_pubs = {}
+        self.cube_pub = None
+        if self.backend_name == 'sim':
+            if self.settings['sim_render']:
+                self.image_pubs = {
+                    camera: self.create_publisher(Image, f'cameras/{camera}/image_raw',
+                                                  qos.IMAGES)
+                    for camera in self.settings['sim_cameras']}
+            self.cube_pub = self.create_publisher(PoseStamped, 'sim/cube_pose',
+                                                  qos.JOINT_STATES)
+        if self.settings['command_format'] == 'joint_state':
+            self.create_subscription(JointState, 'joint_commands', self.on_joint_command,
+                                     qos.COMMANDS)
+        else:
+            self.create_subscription(Float64MultiArray, 'joint_commands',
+                                     self.on_array_command, qos.COMMANDS)
+        self.create_service(Trigger, 'hardware/enable_torque', self.on_enable_torque)
+        self.create_service(Trigger, 'hardware/disable_torque', self.on_disable_torque)
+        self.add_on_set_parameters_callback(self.on_set_parameters)
+        self.add_post_set_parameters_callback(self.after_set_parameters)
+        self.create_timer(SUMMARY_PERIOD_S, self.log_summary)
+        self.autostart_timer = None
+        if self.settings['autostart']:
+            self.autostart_timer = self.create_timer(0.01, self.autostart)
+        self.publish_info()
+        self.get_logger().info(
+            f'hardware interface up: backend={self.backend_name}'
+            f'{" port=" + self.settings["port"] if self.backend_name == "feetech" else ""}, '
+            f'joints={list(self.settings["joint_names"])}, '
+            f'publish_rate_hz={self.settings["publish_rate_hz"]}, '
+            f'command_format={self.settings["command_format"]}, '
+            f'autostart={self.settings["autostart"]}')
+
+    # ---- parameters ---------------------------------------------------------------------
+
+    def _value(self, name):
+        """Return a parameter's value; None for a typed parameter left unset."""
+        try:
+            return self.get_parameter(name).value
+        except ParameterUninitializedException:
+            return None
+
+    def _validate_settings(self):
+        """Check what parameter ranges cannot; raise ConfigError naming the parameter."""
+        s = self.settings
+        if s['backend'] not in BACKENDS:
+            raise ConfigError(f"parameter 'backend' is {s['backend']!r}; expected one of "
+                              f'{", ".join(BACKENDS)}')
+        if s['backend'] == 'feetech' and not s['port']:
+            raise ConfigError("parameter 'port' is empty: the feetech backend needs the serial "
+                              'port of the servo bus, e.g. port:=/dev/ttyACM0 (or use '
+                              'backend:=sim)')
+        if s['command_format'] not in COMMAND_FORMATS:
+            raise ConfigError(f"parameter 'command_format' is {s['command_format']!r}; "
+                              f'expected one of {", ".join(COMMAND_FORMATS)}')
+        names = list(s['joint_names'])
+        if not names or len(set(names)) != len(names) or not all(names):
+            raise ConfigError(f"parameter 'joint_names' = {names} must name distinct joints")
+        if s['backend'] == 'feetech' and len(s['motor_ids']) != len(names):
+            raise ConfigError(f"parameter 'motor_ids' has {len(s['motor_ids'])} ids for "
+                              f'{len(names)} joints ({", ".join(names)})')
+        for name in ('joint_lower_limits', 'joint_upper_limits', 'sim_initial_positions'):
+            if s[name] is not None and len(s[name]) != len(names):
+                raise ConfigError(f'parameter {name!r} has {len(s[name])} values for '
+                                  f'{len(names)} joints ({", ".join(names)})')
+        if (s['joint_lower_limits'] is None) != (s['joint_upper_limits'] is None):
+            raise ConfigError("parameters 'joint_lower_limits' and 'joint_upper_limits' must "
+                              'be set together')
+        try:
+            self._runner_settings(s)
+            if s['backend'] == 'sim':
+                self._sim_config()
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+
+    def _runner_settings(self, s):
+        return RunnerSettings(
+            publish_rate_hz=s['publish_rate_hz'], command_timeout_s=s['command_timeout_s'],
+            shutdown_grace_s=s['shutdown_grace_s'],
+            disable_torque_on_shutdown=s['disable_torque_on_shutdown'],
+            disable_torque_on_fault=s['disable_torque_on_fault'])
+
+    def _sim_config(self):
+        s = self.settings
+        return SimConfig(
+            joint_names=tuple(s['joint_names']),
+            initial_positions=(None if s['sim_initial_positions'] is None
+                               else tuple(s['sim_initial_positions'])),
+            render=s['sim_render'], cameras=tuple(s['sim_cameras']),
+            width=s['sim_image_width'], height=s['sim_image_height'],
+            camera_rate_hz=s['sim_camera_rate_hz'], cube_seed=s['sim_cube_seed'],
+            real_time_factor=s['sim_real_time_factor'],
+            simplify_meshes=s['sim_simplify_meshes'])
+
+    def _limits(self, backend, settings):
+        """Return the command limits from the parameters and the backend's range."""
+        names = tuple(settings['joint_names'])
+        if settings['joint_lower_limits'] is None:
+            lower, upper = backend.lower, backend.upper
+        else:
+            lower, upper = check_limits(names, settings['joint_lower_limits'],
+                                        settings['joint_upper_limits'], backend.lower,
+                                        backend.upper, limits_source(backend))
+        return CommandLimits(joint_names=names, lower=tuple(lower), upper=tuple(upper),
+                             max_relative_target=settings['max_relative_target'],
+                             limit_tolerance=settings['limit_tolerance_rad'])
+
+    def on_set_parameters(self, params):
+        """Accept live changes of the tunables (ranges are checked by their descriptors)."""
+        for param in params:
+            if param.name not in LIVE:
+                return SetParametersResult(successful=False,
+                                           reason=f'parameter {param.name!r} is read-only')
+        return SetParametersResult(successful=True)
+
+    def after_set_parameters(self, params):
+        """Hand the new tunables to the runner; they apply from the next command."""
+        for param in params:
+            self.settings[param.name] = param.value
+            self.get_logger().info(f'parameter {param.name} set to {param.value!r}')
+        runner = self.runner
+        if runner is not None:
+            limits = runner.limits
+            runner.update(self._runner_settings(self.settings), CommandLimits(
+                joint_names=limits.joint_names, lower=limits.lower, upper=limits.upper,
+                max_relative_target=self.settings['max_relative_target'],
+                limit_tolerance=self.settings['limit_tolerance_rad']))
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def autostart(self):
+        """Configure and activate once at startup; exit with code 2 when that fails."""
+        self.autostart_timer.cancel()
+        self.destroy_timer(self.autostart_timer)
+        if self.stop_reason is not None:
+            return
+        if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+            self._cannot_start('configure failed')
+            return
+        if self.stop_reason is not None:
+            return
+        if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+            self._cannot_start('activate failed')
+
+    def _cannot_start(self, what):
+        message = self.runner.message if self.runner is not None else self.last_error
+        self.get_logger().fatal(f'cannot start: {what}: {message}')
+        self.exit_code = 2
+        self.finished = True
+
+    def on_configure(self, state):
+        """Open the backend (connect and ping, or build the sim) and start reading."""
+        self.last_error = ''
+        try:
+            backend = self._make_backend()
+        except (ConfigError, CalibrationError, OSError, ValueError) as error:
+            return self._transition_failed('configure', error)
+        try:
+            backend.open()
+            limits = self._limits(backend, self.settings)
+        except (BackendOpenError, ValueError) as error:
+            backend.close(self.settings['disable_torque_on_shutdown'])
+            return self._transition_failed('configure', error)
+        except Exception as error:  # noqa: B902 - an unexpected failure must not leave it open
+            backend.close(self.settings['disable_torque_on_shutdown'])
+            return self._transition_failed(
+                'configure', f'{type(error).__name__}: {error}')
+        for note in backend.notes:
+            self.get_logger().info(note)
+        for warning in backend.warnings:
+            self.get_logger().warning(warning)
+        runner = HardwareRunner(backend, limits, self._runner_settings(self.settings),
+                                _Sink(self), self.get_logger())
+        with self.lock:
+            self.runner = runner
+        runner.start()
+        self.get_logger().info(
+            f'configured {backend.name}: limits [rad] '
+            + ', '.join(f'{n} [{lo:.3f}, {hi:.3f}]' for n, lo, hi in zip(
+                limits.joint_names, limits.lower, limits.upper))
+            + f'; max_relative_target={limits.max_relative_target} rad')
+        self.publish_info()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _make_backend(self):
+        s = self.settings
+        names = tuple(s['joint_names'])
+        if s['backend'] == 'sim':
+            return SimBackend(self._sim_config(), on_frame=self.publish_image,
+                              on_cube_pose=self.publish_cube_pose,
+                              cube_pose_rate_hz=CUBE_POSE_RATE_HZ)
+        feetech = FeetechSettings(
+            port=s['port'], joint_names=names, motor_ids=tuple(s['motor_ids']),
+            calibration_file=s['calibration_file'], baudrate=s['baudrate'],
+            retries=s['bus_retries'], max_consecutive_failures=s['max_consecutive_failures'],
+            latency_timer_ms=s['latency_timer_ms'], configure_servos=s['configure_servos'])
+        return FeetechBackend(feetech, load_calibration(feetech))
+
+    def _transition_failed(self, what, error):
+        self.last_error = str(error)
+        self.get_logger().error(f'{what} failed: {error}')
+        self.publish_info(message=str(error))
+        return TransitionCallbackReturn.FAILURE
+
+    def on_activate(self, state):
+        """Switch torque on and start applying commands."""
+        runner = self.runner
+        try:
+            runner.activate()
+        except (BackendError, BackendFault) as error:
+            return self._transition_failed('activate', error)
+        self.get_logger().info('active: torque on, applying joint_commands')
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_deactivate(self, state):
+        """Stop applying commands; the arm holds its last target with torque on."""
+        self.runner.deactivate()
+        self.get_logger().info('inactive: holding the last target, commands ignored')
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_cleanup(self, state):
+        """Close the backend (torque off when disable_torque_on_shutdown)."""
+        self._close_runner()
+        self.publish_info()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state):
+        """Close the backend and let the process end (code 1 if it ends in fault)."""
+        runner = self.runner
+        problem = self._close_runner()
+        if problem or (runner is not None and runner.faulted):
+            self.exit_code = max(self.exit_code, 1)
+        self.finished = True
+        self.publish_info()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state):
+        """Close whatever is open; go back to unconfigured."""
+        self._close_runner()
+        self.publish_info()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _close_runner(self):
+        with self.lock:
+            runner, self.runner = self.runner, None
+        if runner is None:
+            return ''
+        return runner.close(self.settings['disable_torque_on_shutdown'])
+
+    # ---- commands and services ----------------------------------------------------------
+
+    def _reject(self, rejection):
+        """Log a rejected command, at most once a second per reason (all are counted)."""
+        if not self.reject_throttle.ready(rejection.reason, time.monotonic()):
+            return
+        runner = self.runner
+        count = runner.rejected.get(rejection.reason, 0) if runner is not None else 0
+        self.get_logger().error(f'command rejected ({rejection.reason}, {count} so far): '
+                                f'{rejection}; the arm keeps its last applied target')
+
+    def on_joint_command(self, msg):
+        """Hand a by-name command to the runner (validated at once)."""
+        runner = self.runner
+        if runner is None:
+            self.get_logger().warning('command ignored: not configured',
+                                      throttle_duration_sec=2.0)
+            return
+        try:
+            runner.command_by_name(msg.name, msg.position)
+        except CommandRejected as rejection:
+            self._reject(rejection)
+
+    def on_array_command(self, msg):
+        """Hand a command in joint_names order to the runner (validated at once)."""
+        runner = self.runner
+        if runner is None:
+            self.get_logger().warning('command ignored: not configured',
+                                      throttle_duration_sec=2.0)
+            return
+        try:
+            runner.command_in_order(msg.data)
+        except CommandRejected as rejection:
+            self._reject(rejection)
+
+    def _torque(self, enabled, response):
+        runner = self.runner
+        word = 'on' if enabled else 'off'
+        if runner is None:
+            response.success, response.message = False, 'not configured'
+            return response
+        try:
+            runner.set_torque(enabled)
+        except (BackendError, BackendFault) as error:
+            response.success, response.message = False, f'torque {word} failed: {error}'
+            self.get_logger().error(response.message)
+            return response
+        response.success = True
+        response.message = f'torque {word}' + ('' if enabled else '; commands are refused')
+        self.get_logger().info(f'hardware/{"enable" if enabled else "disable"}_torque: '
+                               f'{response.message}')
+        return response
+
+    def on_enable_torque(self, request, response):
+        """Switch torque on, holding the present position."""
+        return self._torque(True, response)
+
+    def on_disable_torque(self, request, response):
+        """Switch torque off (the arm goes limp; commands are refused until enabled)."""
+        return self._torque(False, response)
+
+    # ---- publishing (any thread) --------------------------------------------------------
+
+    def _stamp(self, monotonic_time):
+        """Convert a monotonic time to a ROS stamp on the node's clock."""
+        now = self.get_clock().now()
+        age_ns = int((time.monotonic() - monotonic_time) * 1e9)
+        return Time(nanoseconds=now.nanoseconds - age_ns,
+                    clock_type=now.clock_type).to_msg()
+
+    def publish_joint_state(self, publisher, positions, stamp):
+        """Publish positions [rad] by joint name, stamped at monotonic time ``stamp``."""
+        msg = JointState(name=list(self.settings['joint_names']),
+                         position=[float(v) for v in positions])
+        msg.header.stamp = self._stamp(stamp)
+        publisher.publish(msg)
+
+    def publish_image(self, camera, frame, stamp):
+        """Publish one rendered rgb8 frame (called from the sim's camera thread)."""
+        publisher = self.image_pubs.get(camera)
+        if publisher is None:
+            return
+        msg = Image()
+        msg.header.stamp = self._stamp(stamp)
+        msg.header.frame_id = f'{camera}_camera'
+        msg.height, msg.width = int(frame.shape[0]), int(frame.shape[1])
+        msg.encoding = 'rgb8'
+        msg.step = msg.width * 3
+        msg.data = frame.tobytes()
+        publisher.publish(msg)
+
+    def publish_cube_pose(self, position, orientation, stamp):
+        """Publish the cube pose in the world frame [m]."""
+        msg = PoseStamped()
+        msg.header.stamp = self._stamp(stamp)
+        msg.header.frame_id = 'world'
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (
+            float(v) for v in position)
+        (msg.pose.orientation.w, msg.pose.orientation.x, msg.pose.orientation.y,
+         msg.pose.orientation.z) = (float(v) for v in orientation)
+        self.cube_pub.publish(msg)
+
+    def _info_state(self):
+        runner = self.runner
+        if runner is not None:
+            return runner.state
+        return 'finalized' if self.finished else 'unconfigured'
+
+    def publish_info(self, message=None):
+        """Publish hardware/info when anything in it changed."""
+        runner = self.runner
+        info = HardwareInfo(backend=self.backend_name,
+                            joint_names=list(self.settings['joint_names']))
+        if runner is not None:
+            limits = runner.limits
+            info.lower_limits = [float(v) for v in limits.lower]
+            info.upper_limits = [float(v) for v in limits.upper]
+            info.position_hold = runner.position_hold
+            info.torque_enabled = runner.torque_enabled is True
+            info.message = runner.message
+        info.state = self._info_state()
+        if message is not None:
+            info.message = message
+        key = (tuple(info.lower_limits), tuple(info.upper_limits), info.position_hold,
+               info.torque_enabled, info.state, info.message)
+        with self.info_lock:
+            if key == self.last_info:
+                return
+            self.last_info = key
+            info.header.stamp = self.get_clock().now().to_msg()
+            self.info_pub.publish(info)
+
+    def log_summary(self):
+        """Log the counters every few seconds when they changed."""
+        runner = self.runner
+        if runner is None:
+            return
+        summary = runner.summary()
+        if summary != self.last_summary:
+            self.last_summary = summary
+            self.get_logger().info(f'[{runner.state}] {summary}')
+
+    # ---- stop ---------------------------------------------------------------------------
+
+    def on_runner_finished(self):
+        """Finish the node: the runner closed the backend at the end of a stop."""
+        runner = self.runner
+        if runner is not None and (runner.faulted or runner.close_problem):
+            self.exit_code = max(self.exit_code, 1)
+        self.publish_info()
+        self.get_logger().info(
+            'hardware interface stopped' + (f' after a fault: {runner.message}'
+                                            if runner is not None and runner.faulted else ''))
+        self.finished = True
+
+    def request_stop(self, reason):
+        """Stop: keep applying commands briefly while active, hold, then close."""
+        self.get_logger().info(f'stop requested: {reason}')
+        with self.lock:
+            self.stop_reason = reason
+            runner = self.runner
+        if runner is None or not runner.running:
+            self.finished = True   # close() closes what is open
+        else:
+            runner.begin_shutdown(reason)
+
+    def close(self):
+        """Close the backend if still open (no grace), publish the final state."""
+        try:
+            self._close_runner()
+        finally:
+            self.finished = True
+            self.publish_info()
+            self.info_pub.wait_for_all_acked(Duration(seconds=1.0))
+            self.driver_log.removeHandler(self.driver_log_handler)
+
+
+def main(args=None):
+    """Run the hardware interface node; exit 2 when it cannot start, 1 after a fault."""
+    raise SystemExit(run_node(HardwareInterfaceNode, args))
+
+
+if __name__ == '__main__':
+    main()
