@@ -13,8 +13,9 @@
 # limitations under the License.
 
 """
-What the system starts, in one table: ``launch/bringup.launch.py``, ``./run demo`` and the
-tests all read it.
+What the system starts, in one table read by the launch file, the demo and the tests.
+
+``launch/bringup.launch.py``, ``./run demo`` and the tests all read it.
 
 Each node has an executable (a console script in ``lib/remote_inference``), a side (``robot``
 or ``server``: ``side:=robot`` starts the robot computer's nodes, ``side:=server`` the GPU
