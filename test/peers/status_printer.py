@@ -13,8 +13,10 @@
 # limitations under the License.
 
 """
-Print every executor status as one line, for tests that cannot observe from their own process
-(e.g. the robot side runs in another network namespace).
+Print every executor status as one line.
+
+For tests that cannot observe from their own process (e.g. the robot side runs in another
+network namespace).
 
 Line format: ``STATUS <state_name> ticks=<n> chunks=<n> starved=<n> dropped=<n> msg=<text>``.
 """
