@@ -378,7 +378,14 @@ class ExecutorNode(Node):
                                       f'{ADMISSION_RETRY_S} s; asking again')
             self.admission = 'discover'
         if self.admission == 'discover':
-            if self.capabilities_client.service_is_ready():
+            waiting_for = self._hardware_not_ready()
+            if waiting_for:
+                if now_mono - self.admission_started > self.settings['admission_timeout_s']:
+                    self._refuse(f'{waiting_for} after {self.settings["admission_timeout_s"]} s')
+                elif now_mono >= self.next_admission_log:
+                    self.next_admission_log = now_mono + 5.0
+                    self.get_logger().info(f'waiting: {waiting_for}')
+            elif self.capabilities_client.service_is_ready():
                 self.admission = 'capabilities'
                 self.admission_sent = now_mono
                 self.admission_future = self.capabilities_client.call_async(
@@ -466,19 +473,24 @@ class ExecutorNode(Node):
         with self.lock:
             self.core.fault(f'admission refused: {reason}', time.monotonic())
 
+    def _hardware_not_ready(self):
+        """Return what the hardware still lacks before admission, or an empty string."""
+        if not self.settings['require_position_hold']:
+            return ''
+        if self.hardware is None:
+            return 'no hardware/info received yet (position hold unknown)'
+        if not self.hardware.position_hold:
+            return (f'hardware {self.hardware.backend!r} does not declare position hold '
+                    f'(state {self.hardware.state!r}); refusing to move')
+        return ''
+
     def _ready_to_start(self):
         """Return why motion cannot start yet, or an empty string when it can."""
         if self.admission != 'admitted':
             return 'not admitted by a policy server yet'
         if not self.measured_once:
             return 'no joint_states received yet'
-        if self.settings['require_position_hold']:
-            if self.hardware is None:
-                return 'no hardware/info received yet (position hold unknown)'
-            if not self.hardware.position_hold:
-                return (f'hardware {self.hardware.backend!r} does not declare position hold; '
-                        'refusing to move')
-        return ''
+        return self._hardware_not_ready()
 
     # ---- control tick -------------------------------------------------------------------
 
