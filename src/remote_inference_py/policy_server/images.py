@@ -1,0 +1,271 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Camera images to model inputs, with no ROS in it.
+
+Two steps, so that the subscription callback stays cheap:
+
+1. :func:`check_raw` / :func:`check_compressed` run when a message arrives: encoding or
+   format, and size against the declared feature shape, from metadata only (a compressed
+   image's header is read, not decoded). A bad frame is rejected with an :class:`InputError`
+   naming the problem and never used.
+2. :func:`to_model_input` runs in the inference worker for the frames a request uses: decode
+   (``sensor_msgs/Image``: rgb8, bgr8, rgba8, bgra8, mono8; 16UC1/mono16 depth in millimetres
+   and 32FC1 depth in metres; ``sensor_msgs/CompressedImage``: JPEG and PNG, including
+   ``compressedDepth`` 16-bit PNG; a uint16 depth feature takes 16UC1 or mono16, a float32
+   one 32FC1), optional 180 degree rotation, resize to the model's size
+   (bilinear for colour, nearest for depth, which must not invent depths at edges), RGB
+   channel order, uint8 scaled to float32 [0, 1], depth converted to metres and clamped to
+   the declared range, then the channel layout the model takes (chw or hwc).
+"""
+
+import dataclasses
+import io
+from typing import Any, Optional, Tuple
+
+import numpy as np
+
+from remote_inference_py.policy_server.manifest import FeatureSpec
+
+# encoding -> (channels, numpy dtype, channel order of colour encodings)
+RAW_ENCODINGS = {
+    'rgb8': (3, np.uint8, 'rgb'),
+    'bgr8': (3, np.uint8, 'bgr'),
+    'rgba8': (4, np.uint8, 'rgb'),
+    'bgra8': (4, np.uint8, 'bgr'),
+    'mono8': (1, np.uint8, ''),
+    'mono16': (1, np.uint16, ''),
+    '16UC1': (1, np.uint16, ''),
+    '32FC1': (1, np.float32, ''),
+}
+COLOUR_ENCODINGS = ('rgb8', 'bgr8', 'rgba8', 'bgra8', 'mono8')
+DEPTH_ENCODINGS = ('16UC1', 'mono16', '32FC1')
+COMPRESSED_DEPTH_HEADER_BYTES = 12   # image_transport's compressedDepth config header
+MILLIMETRES_PER_METRE = 1000.0
+_INV_255 = np.float32(1.0 / 255.0)
+
+
+class InputError(ValueError):
+    """A sample cannot be used; ``code`` is a short category for counters and log throttling."""
+
+    def __init__(self, code: str, message: str, stream: str = ''):
+        """Store the category, the message and (when known) the stream it came from."""
+        super().__init__(message)
+        self.code = code
+        self.stream = stream
+
+
+@dataclasses.dataclass
+class RawImage:
+    """The fields of a ``sensor_msgs/Image`` the conversion needs (data is not copied)."""
+
+    encoding: str
+    height: int
+    width: int
+    step: int
+    data: Any
+    is_bigendian: bool = False
+
+
+@dataclasses.dataclass
+class CompressedImage:
+    """The fields of a ``sensor_msgs/CompressedImage`` (format and encoded bytes)."""
+
+    format: str
+    data: Any
+
+
+def compressed_kind(fmt: str) -> str:
+    """Return 'jpeg', 'png' or 'depth_png' for an image_transport format string."""
+    text = fmt.lower()
+    if 'compresseddepth' in text:
+        return 'depth_png'
+    if 'png' in text:
+        return 'png'
+    if 'jpeg' in text or 'jpg' in text:
+        return 'jpeg'
+    raise InputError('encoding', f'compressed format {fmt!r} is not supported (jpeg, png, '
+                                 f'compressedDepth png)')
+
+
+def _check_encoding(encoding: str, feature: FeatureSpec) -> None:
+    if feature.kind == 'rgb':
+        allowed = COLOUR_ENCODINGS if feature.channels == 3 else ('mono8',)
+    else:
+        allowed = ('32FC1',) if feature.dtype == 'float32' else ('16UC1', 'mono16')
+    if encoding not in allowed:
+        raise InputError('encoding', f'encoding {encoding!r} cannot feed {feature.kind} feature '
+                                     f'{feature.name!r} (accepted: {", ".join(allowed)})')
+
+
+def _check_size(height: int, width: int, feature: FeatureSpec) -> None:
+    want_h, want_w = feature.image_size
+    if (height, width) != (want_h, want_w):
+        raise InputError('size', f'image is {width}x{height} (width x height) but feature '
+                                 f'{feature.name!r} declares {want_w}x{want_h}')
+
+
+def check_raw(image: RawImage, feature: FeatureSpec) -> None:
+    """Reject a raw image whose encoding, size or buffer cannot feed ``feature``."""
+    _check_encoding(image.encoding, feature)
+    _check_size(image.height, image.width, feature)
+    channels, dtype, _ = RAW_ENCODINGS[image.encoding]
+    row = image.width * channels * np.dtype(dtype).itemsize
+    if image.step < row or len(image.data) < image.step * image.height:
+        raise InputError('buffer', f'image buffer of {len(image.data)} bytes with step '
+                                   f'{image.step} is too small for {image.width}x{image.height} '
+                                   f'{image.encoding}')
+
+
+def check_compressed(image: CompressedImage, feature: FeatureSpec) -> None:
+    """Reject a compressed image whose format or header size cannot feed ``feature``."""
+    kind = compressed_kind(image.format)
+    if (kind == 'depth_png') != (feature.kind == 'depth') or (
+            kind == 'depth_png' and feature.dtype != 'uint16'):
+        raise InputError('encoding', f'compressed format {image.format!r} cannot feed '
+                                     f'{feature.kind} feature {feature.name!r}')
+    from PIL import Image, UnidentifiedImageError
+    data = _compressed_payload(image, kind)
+    try:
+        with Image.open(io.BytesIO(data)) as header:
+            width, height = header.size
+    except (UnidentifiedImageError, OSError, ValueError) as error:
+        raise InputError('corrupt', f'corrupt {_label(kind)} for feature {feature.name!r}: '
+                                    f'{error}') from None
+    _check_size(height, width, feature)
+
+
+def _label(kind: str) -> str:
+    return {'jpeg': 'JPEG', 'png': 'PNG', 'depth_png': 'compressedDepth PNG'}[kind]
+
+
+def _compressed_payload(image: CompressedImage, kind: str) -> bytes:
+    data = bytes(image.data) if not isinstance(image.data, bytes) else image.data
+    if kind == 'depth_png':
+        data = data[COMPRESSED_DEPTH_HEADER_BYTES:]
+    return data
+
+
+def decode_raw(image: RawImage) -> np.ndarray:
+    """Return a raw image as a ``(height, width, channels)`` array; colour in RGB order."""
+    channels, native, order = RAW_ENCODINGS[image.encoding]
+    dtype = np.dtype(native)
+    if dtype.itemsize > 1:
+        dtype = dtype.newbyteorder('>' if image.is_bigendian else '<')
+    buffer = np.frombuffer(image.data, dtype=np.uint8, count=image.step * image.height)
+    rows = buffer.reshape(image.height, image.step)
+    row_bytes = image.width * channels * dtype.itemsize
+    if image.step != row_bytes:
+        rows = np.ascontiguousarray(rows[:, :row_bytes])
+    array = rows.view(dtype).reshape(image.height, image.width, channels)
+    if not dtype.isnative:
+        array = array.astype(np.dtype(native))
+    if channels == 4:
+        array = array[:, :, :3]
+    if order == 'bgr':
+        array = array[:, :, ::-1]
+    return array
+
+
+def decode_compressed(image: CompressedImage, feature: FeatureSpec) -> np.ndarray:
+    """Decode JPEG or PNG to ``(height, width, channels)``; InputError names a corrupt image."""
+    from PIL import Image, UnidentifiedImageError
+    kind = compressed_kind(image.format)
+    data = _compressed_payload(image, kind)
+    try:
+        with Image.open(io.BytesIO(data)) as decoded:
+            decoded.load()
+            if feature.kind == 'depth':
+                array = np.asarray(decoded)
+                if array.dtype != np.uint16:
+                    array = array.astype(np.uint16)
+                return array[:, :, None] if array.ndim == 2 else array
+            mode = 'RGB' if feature.channels == 3 else 'L'
+            converted = decoded if decoded.mode == mode else decoded.convert(mode)
+            array = np.asarray(converted)
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as error:
+        raise InputError('corrupt', f'corrupt {_label(kind)} for feature {feature.name!r}: '
+                                    f'{error}') from None
+    return array[:, :, None] if array.ndim == 2 else array
+
+
+def _resize(array: np.ndarray, size: Tuple[int, int], depth: bool) -> np.ndarray:
+    """Resize ``(h, w, c)`` to ``size`` = (height, width)."""
+    from PIL import Image
+    height, width = size
+    if depth:
+        resized = Image.fromarray(array[:, :, 0].astype(np.float32), mode='F').resize(
+            (width, height), Image.NEAREST)
+        return np.asarray(resized, dtype=np.float32)[:, :, None]
+    if array.shape[2] == 1:
+        resized = Image.fromarray(array[:, :, 0]).resize((width, height), Image.BILINEAR)
+        return np.asarray(resized)[:, :, None]
+    resized = Image.fromarray(np.ascontiguousarray(array)).resize((width, height),
+                                                                  Image.BILINEAR)
+    return np.asarray(resized)
+
+
+def to_model_input(image: Any, feature: FeatureSpec, rotate_180: bool = False,
+                   encoding: Optional[str] = None, normalize: bool = False) -> np.ndarray:
+    """
+    Convert one decoded or encoded frame to the float32 array the model takes.
+
+    ``image`` is a :class:`RawImage`, a :class:`CompressedImage` or an already decoded
+    ``(height, width, channels)`` array (``encoding`` then says whether uint16 depth is in
+    millimetres: '16UC1'/'mono16', or float32 metres: '32FC1'). With ``normalize``, the
+    feature's normalization is applied too, fused with the scaling to [0, 1] (one pass less
+    over the image).
+    """
+    if isinstance(image, RawImage):
+        encoding = image.encoding
+        array = decode_raw(image)
+    elif isinstance(image, CompressedImage):
+        array = decode_compressed(image, feature)
+        encoding = '16UC1' if feature.kind == 'depth' else 'rgb8'
+    else:
+        array = np.asarray(image)
+        if array.ndim == 2:
+            array = array[:, :, None]
+    _check_size(array.shape[0], array.shape[1], feature)
+    if rotate_180:
+        array = array[::-1, ::-1]
+    depth = feature.kind == 'depth'
+    if depth:
+        array = array.astype(np.float32)
+        if encoding != '32FC1':
+            array *= np.float32(1.0 / MILLIMETRES_PER_METRE)
+        array = np.nan_to_num(array, nan=0.0, posinf=0.0, neginf=0.0)
+    elif feature.channels == 3 and array.shape[2] == 1:
+        array = np.repeat(array, 3, axis=2)   # mono camera feeding a colour feature
+    if array.shape[:2] != feature.model_size:
+        array = _resize(array, feature.model_size, depth)
+    scale, offset = (feature.normalization.affine() if normalize
+                     else (np.float32(1.0), np.float32(0.0)))
+    if depth:
+        if feature.depth_range_m is not None:
+            low, high = feature.depth_range_m
+            np.clip(array, low, high, out=array)
+        source = array
+    else:
+        source = array
+        scale = scale * _INV_255
+    if feature.layout == 'chw':
+        # A contiguous uint8 copy first: then the float pass reads memory in order (faster).
+        source = np.ascontiguousarray(source.transpose(2, 0, 1))
+    out = np.empty(source.shape, dtype=np.float32)
+    np.multiply(source, scale, out=out)
+    if normalize and feature.normalization.mode != 'identity':
+        out += offset
+    return out

@@ -1,0 +1,615 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The policy server node: a thin ROS 2 wrapper over :class:`PolicyServerCore`.
+
+Start-up loads the policy once (:mod:`.runtimes`), validates its declarations against the
+model and warms it up, then creates its topics and services and logs
+``Policy server ready: deployment=<name> instance=<id>; awaiting one client``. A missing
+checkpoint or manifest, a model whose outputs do not match its action names, an unknown
+semantics or an unavailable device stops start-up with a message naming it (exit code 2).
+
+Per robot namespace ``<ns>`` in ``robot_namespaces`` (``''``: the node's own namespace):
+
+=============================  =====  ===============================  ========================
+name                           dir    type                             QoS
+=============================  =====  ===============================  ========================
+``<ns>/joint_states``          in     sensor_msgs/JointState           joint_states (reliable)
+``<ns>/<camera topic>``        in     sensor_msgs/Image, or            images (best effort)
+                                      CompressedImage for ``.../compressed``
+``<ns>/<privileged topic>``    in     std_msgs/Float64MultiArray or    best effort
+                                      geometry_msgs/PoseStamped
+``<ns>/policy/request``        in     remote_inference/InferenceRequest  commands
+``<ns>/policy/chunk``          out    remote_inference/ActionChunk      chunks (1 s liveliness)
+``<ns>/policy/get_capabilities``  srv  remote_inference/GetCapabilities
+``<ns>/policy/admit``          srv    remote_inference/Admit
+=============================  =====  ===============================  ========================
+
+Camera topics: ``observation.images.<camera>`` reads ``cameras/<camera>/image_raw`` unless the
+manifest's ``topic`` or the ``feature_topics`` parameter (``feature=topic``) says otherwise.
+
+Threads: callbacks only hand samples, admissions and requests to the core and return (the
+node spins one SingleThreadedExecutor, see ``run_node``); one worker thread waits for ready
+requests, runs preprocessing, the forward pass and postprocessing, and publishes the chunks.
+Nothing is pickled: observations and chunks are ROS messages.
+
+A chunk's ``header.stamp`` is the capture stamp of the observation used; when the joint
+sample and the camera frames differ, the oldest of them (see :mod:`.observation`). A request
+that cannot be served is answered with ``error`` set and no positions (unknown session,
+no usable observation within ``observation_wait_s``, a failed forward pass, a non-finite
+output); a newer request of the same session replaces one still waiting (counted).
+
+``extra_latency_s`` is a test and benchmark knob: it delays every answer by that much on top
+of the forward pass (reported as inference time), to emulate a slower model on the real
+system; keep it 0 in production.
+"""
+
+import array
+import dataclasses
+import threading
+import time
+import uuid
+
+from geometry_msgs.msg import PoseStamped
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
+from rclpy.duration import Duration
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.time import Time
+from remote_inference.msg import ActionChunk, InferenceRequest, ObservationFeature
+from remote_inference.srv import Admit, GetCapabilities
+from sensor_msgs.msg import CompressedImage as CompressedImageMsg
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import Float64MultiArray
+
+from remote_inference_py import PROTOCOL_VERSION
+from remote_inference_py.common import qos
+from remote_inference_py.common.node_main import ConfigError, run_node
+from remote_inference_py.hardware.calibration import Calibration
+from remote_inference_py.policy_server.admission import AdmitRequest, FeatureDeclaration
+from remote_inference_py.policy_server.core import (
+    Answer, PolicyServerCore, Request, ServerSettings)
+from remote_inference_py.policy_server.images import CompressedImage, RawImage
+from remote_inference_py.policy_server.runtimes import (
+    load_runtime, RuntimeLoadError, RuntimeOptions, warm_up)
+
+SUMMARY_PERIOD_S = 5.0
+ERROR_LOG_PERIOD_S = 5.0
+COMPRESSED_SUFFIX = '/compressed'
+_D = ParameterType
+
+# name: (default, type, description, read_only, (low, high) or None). A default of None
+# declares the type without a value (ROS cannot infer the type of an empty list).
+PARAMETERS = {
+    'deployment': ('so101', _D.PARAMETER_STRING,
+                   'Name of this deployment; clients must ask for the same.', True, None),
+    'policy_type': ('auto', _D.PARAMETER_STRING,
+                    'auto, demo, torchscript, torch_export, lerobot or python '
+                    '(auto: from the checkpoint; none -> the built-in demo policy).', True, None),
+    'checkpoint': ('', _D.PARAMETER_STRING,
+                   'Model file (.pt2, .pt/.ts), LeRobot checkpoint directory or Hub id, or '
+                   'package.module:factory for python; empty: the built-in demo.', True, None),
+    'manifest': ('', _D.PARAMETER_STRING,
+                 'Manifest (JSON/YAML); empty: <checkpoint stem>.json|.yaml beside it.',
+                 True, None),
+    'device': ('cpu', _D.PARAMETER_STRING, 'Torch device: cpu, cuda, cuda:<n> or mps.',
+               True, None),
+    'semantics': ('', _D.PARAMETER_STRING,
+                  "Action units; empty: the policy's. Must equal the policy's when set "
+                  '(the demo policy speaks either registered semantics).', True, None),
+    'fps': (0.0, _D.PARAMETER_DOUBLE,
+            "Action rate [Hz]; 0: the policy's. Required for LeRobot checkpoints without a "
+            'manifest.', True, (0.0, 1000.0)),
+    'calibration_file': ('', _D.PARAMETER_STRING,
+                         'LeRobot calibration JSON of the arm (for semantics that need it); '
+                         'empty: the default SO-101 calibration.', True, None),
+    'robot_namespaces': ([''], _D.PARAMETER_STRING_ARRAY,
+                         "Robots served, one namespace each ('' = this node's namespace).",
+                         True, None),
+    'feature_topics': (None, _D.PARAMETER_STRING_ARRAY,
+                       'feature=topic overrides for image and privileged features; a topic '
+                       'ending in /compressed is read as sensor_msgs/CompressedImage.',
+                       True, None),
+    'rotate_180': (None, _D.PARAMETER_STRING_ARRAY,
+                   'Image features to rotate by 180 degrees (cameras mounted upside down).',
+                   True, None),
+    'chunk_length': (0, _D.PARAMETER_INTEGER,
+                     "Steps per published chunk (first steps of the model's); 0: all.",
+                     True, (0, 100000)),
+    'max_clients': (1, _D.PARAMETER_INTEGER, 'Admitted sessions at most, over all robots.',
+                    True, (1, 1000)),
+    'max_batch_size': (8, _D.PARAMETER_INTEGER,
+                       'Requests batched into one forward pass at most (if the policy allows).',
+                       True, (1, 1024)),
+    'observation_history': (10, _D.PARAMETER_INTEGER,
+                            "Samples kept per stream (at least each feature's history).",
+                            True, (1, 1000)),
+    'warmup_iterations': (3, _D.PARAMETER_INTEGER, 'Warm-up forward passes before serving.',
+                          True, (1, 1000)),
+    'demo_cameras': (None, _D.PARAMETER_STRING_ARRAY,
+                     'Cameras the built-in demo policy looks at (observation.images.<name>).',
+                     True, None),
+    'demo_image_size': ([480, 640], _D.PARAMETER_INTEGER_ARRAY,
+                        "Declared [height, width] of the demo policy's camera images.",
+                        True, None),
+    'idle_timeout_s': (10.0, _D.PARAMETER_DOUBLE,
+                       'A client without requests this long is released when its slot is '
+                       'needed [s]; 0: never.', False, (0.0, 86400.0)),
+    'observation_wait_s': (0.25, _D.PARAMETER_DOUBLE,
+                           'Wait this long for an observation captured at or after the '
+                           "request's earliest capture stamp, then answer with an error [s].",
+                           False, (0.0, 60.0)),
+    'extra_latency_s': (0.0, _D.PARAMETER_DOUBLE,
+                        'Test/benchmark knob: delay every answer by this much on top of '
+                        'inference [s]; keep 0 in production.', False, (0.0, 60.0)),
+}
+LIVE = ('idle_timeout_s', 'observation_wait_s', 'extra_latency_s')
+
+
+def _descriptor(name, kind, description, read_only, bounds):
+    """Build a ParameterDescriptor with an optional range."""
+    desc = ParameterDescriptor(name=name, type=kind, description=description,
+                               read_only=read_only)
+    if bounds is not None and kind == _D.PARAMETER_DOUBLE:
+        desc.floating_point_range = [FloatingPointRange(
+            from_value=float(bounds[0]), to_value=float(bounds[1]), step=0.0)]
+    if bounds is not None and kind == _D.PARAMETER_INTEGER:
+        desc.integer_range = [IntegerRange(from_value=int(bounds[0]), to_value=int(bounds[1]),
+                                           step=0)]
+    return desc
+
+
+def topic_name(namespace, name):
+    """Join a robot namespace and a relative topic name (absolute names stay as they are)."""
+    if name.startswith('/') or not namespace:
+        return name
+    return f'{namespace.rstrip("/")}/{name}'
+
+
+def parse_feature_topics(entries):
+    """Parse ``feature=topic`` strings into a dict; ValueError names a malformed entry."""
+    topics = {}
+    for entry in entries:
+        feature, sep, topic = entry.partition('=')
+        if not sep or not feature.strip() or not topic.strip():
+            raise ValueError(f"feature_topics entry {entry!r} is not 'feature=topic'")
+        topics[feature.strip()] = topic.strip()
+    return topics
+
+
+def default_topic(feature):
+    """Return the default topic of a feature, or '' when it has none."""
+    prefix = 'observation.images.'
+    if feature.is_image and feature.name.startswith(prefix):
+        return f'cameras/{feature.name[len(prefix):]}/image_raw'
+    return ''
+
+
+def stamp_ns(stamp):
+    """Convert a builtin_interfaces/Time to integer nanoseconds."""
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+class PolicyServerNode(Node):
+    """Serve action chunks computed by one policy to admitted executors."""
+
+    def __init__(self, **kwargs):
+        super().__init__('policy_server', **kwargs)
+        for name, (default, kind, description, read_only, bounds) in PARAMETERS.items():
+            descriptor = _descriptor(name, kind, description, read_only, bounds)
+            value = default if default is not None else _typed_unset(kind)
+            self.declare_parameter(name, value, descriptor)
+        self.finished = False
+        self.exit_code = 0
+        self.instance_id = uuid.uuid4().hex[:12]
+        self._log_lock = threading.Lock()
+        self._last_logged = {}
+        self._suppressed = {}
+        self._zero_stamp_warned = set()
+        self._stop_event = threading.Event()
+        self.runtime = None
+        self.core = None
+        self.worker = None
+        self.chunk_pubs = {}
+
+        params = {name: self._value(name) for name in PARAMETERS}
+        calibration = self._calibration(params['calibration_file'])
+        options = RuntimeOptions(
+            policy_type=params['policy_type'], checkpoint=params['checkpoint'],
+            manifest=params['manifest'], device=params['device'],
+            semantics=params['semantics'], fps=params['fps'], calibration=calibration,
+            demo_cameras=tuple(params['demo_cameras']),
+            demo_image_size=tuple(params['demo_image_size']))
+        if len(options.demo_image_size) != 2 or min(options.demo_image_size) < 1:
+            raise ConfigError(f"parameter 'demo_image_size' must be [height, width], got "
+                              f'{list(options.demo_image_size)}')
+        try:
+            topics = parse_feature_topics(params['feature_topics'])
+            settings = ServerSettings(
+                deployment=params['deployment'], robots=tuple(params['robot_namespaces']),
+                max_clients=params['max_clients'], idle_timeout_s=params['idle_timeout_s'],
+                observation_wait_s=params['observation_wait_s'],
+                observation_history=params['observation_history'],
+                max_batch_size=params['max_batch_size'], chunk_length=params['chunk_length'],
+                rotate_180=tuple(params['rotate_180']),
+                extra_latency_s=params['extra_latency_s'])
+            self.get_logger().info(f'loading the policy (policy_type={options.policy_type}, '
+                                   f'checkpoint={options.checkpoint or "none"}, '
+                                   f'device={options.device})')
+            started = time.perf_counter()
+            self.runtime = load_runtime(options)
+            loaded_s = time.perf_counter() - started
+            report = warm_up(self.runtime, params['warmup_iterations'],
+                             params['max_batch_size'])
+            self.core = PolicyServerCore(settings, self.runtime, calibration,
+                                         sleep=self._stop_event.wait)
+            self.topics = self._resolve_topics(topics)
+            self.core.warm_preprocessing()
+        except (RuntimeLoadError, ValueError) as error:
+            raise ConfigError(str(error)) from None
+        spec = self.runtime.spec
+        self.get_logger().info(
+            f'policy {spec.policy or self.runtime.kind!r} from {self.runtime.source} on '
+            f'{self.runtime.device} loaded in {loaded_s:.2f} s: semantics={spec.semantics} '
+            f'fps={spec.fps} chunk_length={self.core.chunk_length}/{spec.chunk_length} '
+            f'actions={list(spec.action_joints)} features='
+            f'{[f"{f.name} {list(f.shape)} {f.dtype} {f.kind}" for f in spec.features]} '
+            f'max_batch={self.core.batch_limit}')
+        self.get_logger().info(
+            f'warm-up: {report.iterations} forward passes (batch sizes '
+            f'{list(report.batch_sizes)}) in {report.total_s:.3f} s, last {report.last_ms:.2f} '
+            f'ms')
+
+        for robot in settings.robots:
+            self._create_robot_entities(robot)
+        self.add_on_set_parameters_callback(self.on_set_parameters)
+        self.add_post_set_parameters_callback(self.on_parameters_set)
+        self.create_timer(SUMMARY_PERIOD_S, self.log_summary)
+        self.worker = threading.Thread(target=self._work, name='inference', daemon=True)
+        self.worker.start()
+        clients = 'one client' if settings.max_clients == 1 else \
+            f'{settings.max_clients} clients'
+        robots = ', '.join(repr(r) for r in settings.robots)
+        self.get_logger().info(f'serving robot namespace(s) {robots}; inputs: '
+                               f'{self._inputs_text()}')
+        self.get_logger().info(f'Policy server ready: deployment={settings.deployment} '
+                               f'instance={self.instance_id}; awaiting {clients}')
+
+    # ---- set-up -------------------------------------------------------------------------
+
+    def _value(self, name):
+        try:
+            value = self.get_parameter(name).value
+        except ParameterUninitializedException:   # a list parameter left unset
+            return []
+        if value is None:
+            return []
+        return list(value) if isinstance(value, (list, tuple, array.array)) else value
+
+    def _calibration(self, path):
+        if not path:
+            return None
+        try:
+            return Calibration.load(path)
+        except (OSError, ValueError) as error:
+            raise ConfigError(f'calibration_file {path!r}: {error}') from None
+
+    def _resolve_topics(self, overrides):
+        """Map each non-state feature to its topic; ValueError names what is missing."""
+        spec = self.runtime.spec
+        inputs = {f.name: f for f in spec.features if f.kind != 'state'}
+        unknown = sorted(set(overrides) - set(inputs))
+        if unknown:
+            raise ValueError(f'feature_topics names {unknown}, which the policy does not '
+                             f'consume (it reads {sorted(inputs) or "no images"})')
+        topics = {}
+        for name, feature in inputs.items():
+            topic = overrides.get(name) or feature.topic or default_topic(feature)
+            if not topic:
+                raise ValueError(f'no topic for feature {name!r}: add "{name}=<topic>" to '
+                                 'the parameter feature_topics')
+            topics[name] = topic
+        return topics
+
+    def _create_robot_entities(self, robot):
+        spec = self.runtime.spec
+        if self.core.assembler.state_joints:
+            self.create_subscription(
+                JointState, topic_name(robot, 'joint_states'),
+                lambda msg, r=robot: self.on_joint_states(r, msg), qos.JOINT_STATES)
+        for name, topic in self.topics.items():
+            feature = spec.feature(name)
+            full = topic_name(robot, topic)
+            if feature.is_image and topic.endswith(COMPRESSED_SUFFIX):
+                self.create_subscription(
+                    CompressedImageMsg, full,
+                    lambda msg, r=robot, f=name: self.on_compressed(r, f, msg), qos.IMAGES)
+            elif feature.is_image:
+                self.create_subscription(
+                    Image, full, lambda msg, r=robot, f=name: self.on_image(r, f, msg),
+                    qos.IMAGES)
+            elif feature.message == 'geometry_msgs/PoseStamped':
+                self.create_subscription(
+                    PoseStamped, full, lambda msg, r=robot, f=name: self.on_pose(r, f, msg),
+                    qos.IMAGES)
+            else:
+                self.create_subscription(
+                    Float64MultiArray, full,
+                    lambda msg, r=robot, f=name: self.on_vector(r, f, msg), qos.IMAGES)
+        self.create_subscription(InferenceRequest, topic_name(robot, 'policy/request'),
+                                 lambda msg, r=robot: self.on_request(r, msg), qos.COMMANDS)
+        self.chunk_pubs[robot] = self.create_publisher(
+            ActionChunk, topic_name(robot, 'policy/chunk'), qos.CHUNKS)
+        self.create_service(GetCapabilities, topic_name(robot, 'policy/get_capabilities'),
+                            lambda req, res, r=robot: self.on_capabilities(r, req, res))
+        self.create_service(Admit, topic_name(robot, 'policy/admit'),
+                            lambda req, res, r=robot: self.on_admit(r, req, res))
+
+    def _inputs_text(self):
+        parts = []
+        if self.core.assembler.state_joints:
+            parts.append(f'joint_states ({", ".join(self.core.assembler.state_joints)})')
+        parts += [f'{topic} -> {name}' for name, topic in self.topics.items()]
+        return '; '.join(parts)
+
+    # ---- parameters ---------------------------------------------------------------------
+
+    def on_set_parameters(self, params):
+        """Validate live changes (read-only ones are refused by ROS itself)."""
+        changes = {p.name: p.value for p in params if p.name in LIVE}
+        try:
+            dataclasses.replace(self.core.settings, **changes)
+        except ValueError as error:
+            return SetParametersResult(successful=False, reason=str(error))
+        return SetParametersResult(successful=True)
+
+    def on_parameters_set(self, params):
+        """Apply validated live changes."""
+        changes = {p.name: p.value for p in params if p.name in LIVE}
+        if changes:
+            self.core.update_settings(**changes)
+            for name, value in changes.items():
+                self.get_logger().info(f'parameter {name} set to {value!r}')
+
+    # ---- inputs -------------------------------------------------------------------------
+
+    def _stamp(self, robot, stream, stamp):
+        value = stamp_ns(stamp)
+        if value == 0:
+            if (robot, stream) not in self._zero_stamp_warned:
+                self._zero_stamp_warned.add((robot, stream))
+                self.get_logger().warning(
+                    f'{topic_name(robot, stream)} messages have no header stamp; using the '
+                    "server's receive time as capture time (only correct on one host)")
+            value = self.get_clock().now().nanoseconds
+        return value
+
+    def _rejected(self, robot, stream, error):
+        if error is not None:
+            where = f'{robot}/{stream}' if robot else stream
+            self.log_throttled('error', (robot, stream, error.code),
+                               f'rejected {where} sample [{error.code}]: {error}')
+
+    def on_joint_states(self, robot, msg):
+        """Hand a joint_states sample to the core (validated by name there)."""
+        self._rejected(robot, 'joint_states', self.core.on_joint_states(
+            robot, self._stamp(robot, 'joint_states', msg.header.stamp), msg.name,
+            msg.position))
+
+    def on_image(self, robot, feature, msg):
+        """Hand a raw image to the core (decoded only if a request uses it)."""
+        image = RawImage(msg.encoding, msg.height, msg.width, msg.step, msg.data,
+                         bool(msg.is_bigendian))
+        self._rejected(robot, feature, self.core.on_image(
+            robot, feature, self._stamp(robot, feature, msg.header.stamp), image))
+
+    def on_compressed(self, robot, feature, msg):
+        """Hand a compressed image to the core."""
+        image = CompressedImage(msg.format, msg.data)
+        self._rejected(robot, feature, self.core.on_image(
+            robot, feature, self._stamp(robot, feature, msg.header.stamp), image))
+
+    def on_pose(self, robot, feature, msg):
+        """Hand a pose (x, y, z, qx, qy, qz, qw) to the core."""
+        p, q = msg.pose.position, msg.pose.orientation
+        self._rejected(robot, feature, self.core.on_privileged(
+            robot, feature, self._stamp(robot, feature, msg.header.stamp),
+            [p.x, p.y, p.z, q.x, q.y, q.z, q.w]))
+
+    def on_vector(self, robot, feature, msg):
+        """Hand a Float64MultiArray (no stamp: the receive time is used) to the core."""
+        self._rejected(robot, feature, self.core.on_privileged(
+            robot, feature, self.get_clock().now().nanoseconds, list(msg.data)))
+
+    def on_request(self, robot, msg):
+        """Queue a request in its session's slot; answer at once when refused."""
+        request = Request(robot, msg.session_id, msg.request_id,
+                          stamp_ns(msg.earliest_capture_stamp), msg.task,
+                          stamp_ns(msg.header.stamp))
+        refusal = self.core.on_request(request)
+        if refusal is not None:
+            self._publish(refusal)
+
+    # ---- services -----------------------------------------------------------------------
+
+    def on_capabilities(self, robot, request, response):
+        """Describe what this server serves."""
+        contract = self.core.contract
+        response.success = True
+        response.message = (f'{self.runtime.kind} policy {self.runtime.spec.policy!r} from '
+                            f'{self.runtime.source}')
+        response.protocol_version = PROTOCOL_VERSION
+        response.deployment = contract.deployment
+        response.instance_id = self.instance_id
+        response.semantics = contract.semantics
+        response.action_names = list(contract.action_names)
+        response.action_rate = float(contract.action_rate)
+        response.chunk_length = int(contract.chunk_length)
+        response.features = [self._feature_msg(f) for f in self.runtime.spec.features]
+        response.supported_merge_modes = list(contract.merge_modes)
+        response.max_clients = self.core.settings.max_clients
+        response.active_clients = self.core.active_clients
+        return response
+
+    def _feature_msg(self, feature):
+        return ObservationFeature(
+            name=feature.name, shape=[int(v) for v in feature.shape], dtype=feature.dtype,
+            kind=feature.kind, names=list(feature.joints if feature.kind == 'state'
+                                          else feature.names),
+            semantics=feature.semantics,
+            topic=self.topics.get(feature.name, 'joint_states'))
+
+    def on_admit(self, robot, request, response):
+        """Admit a client whose contract matches, or say what differed."""
+        ask = AdmitRequest(
+            protocol_version=request.protocol_version, client_name=request.client_name,
+            deployment=request.deployment, semantics=request.semantics,
+            action_names=tuple(request.action_names), action_rate=request.action_rate,
+            features=tuple(FeatureDeclaration(f.name, tuple(int(v) for v in f.shape),
+                                              f.dtype, f.kind) for f in request.features),
+            merge_mode=request.merge_mode,
+            hardware_position_hold=request.hardware_position_hold)
+        result = self.core.admit(robot, ask)
+        response.success = result.success
+        response.message = result.message
+        response.instance_id = self.instance_id
+        where = f' for robot {robot!r}' if robot else ''
+        if result.success:
+            response.session_id = result.session_id
+            self.get_logger().info(
+                f'admitted {request.client_name or "a client"}{where}: session '
+                f'{result.session_id}, merge mode {request.merge_mode}; '
+                f'{self.core.active_clients}/{self.core.settings.max_clients} client(s)')
+        else:
+            self.get_logger().warning(f'admission refused for {request.client_name or "a client"}'
+                                      f'{where}: {result.message}')
+        for released in result.released:
+            self.get_logger().info(f'session {released} released')
+        return response
+
+    # ---- worker -------------------------------------------------------------------------
+
+    def _work(self):
+        """Serve ready requests until stopped (the inference thread)."""
+        while not self._stop_event.is_set():
+            try:
+                work = self.core.next_work(timeout=0.5)
+                if not work:
+                    continue
+                answers = self.core.serve(work)
+                for robot, stream, error in self.core.take_late_rejections():
+                    self._rejected(robot, stream, error)
+                for answer in answers:
+                    self._publish(answer)
+            except Exception as error:  # noqa: B902 - the server keeps serving
+                self.log_throttled('error', ('worker',), f'inference worker error: {error!r}')
+
+    def _publish(self, answer: Answer):
+        began = time.perf_counter()
+        msg = ActionChunk()
+        msg.header.stamp = Time(nanoseconds=answer.capture_stamp_ns).to_msg()
+        msg.session_id = answer.session_id
+        msg.request_id = answer.request_id
+        msg.joint_names = list(answer.joint_names)
+        msg.step_period = answer.step_period
+        msg.error = answer.error
+        if answer.positions is not None:
+            msg.step_count = answer.positions.shape[0]
+            msg.positions = array.array('f', answer.positions.tobytes())
+        timings = answer.timings
+        timings.postprocess_ms += (time.perf_counter() - began) * 1000.0
+        msg.queue_wait_ms = timings.queue_wait_ms
+        msg.preprocess_ms = timings.preprocess_ms
+        msg.inference_ms = timings.inference_ms
+        msg.postprocess_ms = timings.postprocess_ms
+        where = f' robot {answer.robot!r}' if answer.robot else ''
+        if answer.error:
+            self.log_throttled('warning', (answer.robot, 'failed', answer.error[:40]),
+                               f'request {answer.request_id}{where} not served: {answer.error}')
+        self.chunk_pubs[answer.robot].publish(msg)
+        self.core.record_served(answer)
+        if answer.error:
+            return
+        age = (answer.sent_ns - answer.capture_stamp_ns) * 1e-9 if answer.sent_ns else 0.0
+        self.get_logger().debug(
+            f'request {answer.request_id}{where} session {answer.session_id}: batch '
+            f'{answer.batch_size}, queue {timings.queue_wait_ms:.2f} pre '
+            f'{timings.preprocess_ms:.2f} infer {timings.inference_ms:.2f} post '
+            f'{timings.postprocess_ms:.2f} ms; observation {age * 1000:.1f} ms older than the '
+            f'request; {msg.step_count} steps')
+
+    # ---- observability and shutdown -----------------------------------------------------
+
+    def log_throttled(self, level, key, text):
+        """Log ``text`` now, or count it when the same key was logged recently."""
+        now = time.monotonic()
+        with self._log_lock:
+            last = self._last_logged.get(key)
+            if last is not None and now - last < ERROR_LOG_PERIOD_S:
+                self._suppressed[key] = self._suppressed.get(key, 0) + 1
+                return
+            self._last_logged[key] = now
+            suppressed = self._suppressed.pop(key, 0)
+        if suppressed:
+            text += f' ({suppressed} more like it since the last report)'
+        # One call site per severity: rclpy refuses to log from one line at two severities.
+        if level == 'error':
+            self.get_logger().error(text)
+        else:
+            self.get_logger().warning(text)
+
+    def log_summary(self):
+        """Log the activity summary (about every 5 s)."""
+        text = self.core.summary()
+        if text:
+            self.get_logger().info(text)
+
+    def request_stop(self, reason):
+        """Stop serving; close() joins the worker."""
+        self.get_logger().info(f'stop requested: {reason}')
+        self.finished = True
+
+    def close(self):
+        """Stop the worker, release the model and let the last chunks reach subscribers."""
+        self._stop_event.set()
+        if self.core is not None:
+            self.core.stop()
+        if self.worker is not None:
+            self.worker.join(timeout=5.0)
+        if self.runtime is not None:
+            self.runtime.close()
+        for publisher in self.chunk_pubs.values():
+            publisher.wait_for_all_acked(Duration(seconds=0.5))
+
+
+def _typed_unset(kind):
+    """Return the rclpy Parameter.Type that declares ``kind`` without a value."""
+    return {_D.PARAMETER_STRING_ARRAY: Parameter.Type.STRING_ARRAY}[kind]
+
+
+def main(args=None):
+    """Run the policy server; exit 2 when the policy or the configuration is invalid."""
+    raise SystemExit(run_node(PolicyServerNode, args))
+
+
+if __name__ == '__main__':
+    main()

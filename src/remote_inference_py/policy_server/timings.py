@@ -1,0 +1,98 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Per-request timings and the server's activity counters, with no ROS in it.
+
+Each answered request carries four durations [ms] (the ActionChunk fields):
+
+- ``queue_wait_ms``: request received -> its preprocessing started (waiting for the worker,
+  for a batch, and for an observation captured at or after the request's earliest stamp);
+- ``preprocess_ms``: assembling and converting its observation (image decoding, resize,
+  unit conversion, normalization);
+- ``inference_ms``: the forward pass of the batch it was part of, plus the injected
+  ``extra_latency_s`` (a test and benchmark knob that stands for a slower model);
+- ``postprocess_ms``: unnormalization, conversion to SI radians and building the message.
+"""
+
+import dataclasses
+from typing import Dict, List
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class RequestTimings:
+    """Durations of one request [ms]."""
+
+    queue_wait_ms: float = 0.0
+    preprocess_ms: float = 0.0
+    inference_ms: float = 0.0
+    postprocess_ms: float = 0.0
+
+    @property
+    def total_ms(self) -> float:
+        """Sum of the four durations [ms]."""
+        return self.queue_wait_ms + self.preprocess_ms + self.inference_ms + self.postprocess_ms
+
+
+COUNTERS = ('requests', 'served', 'failed', 'refused', 'superseded', 'retried', 'batches',
+            'batched_requests', 'largest_batch')
+
+
+class ActivityStats:
+    """Totals since start and a window since the last summary."""
+
+    def __init__(self):
+        """Start with zero counts."""
+        self.totals: Dict[str, int] = {name: 0 for name in COUNTERS}
+        self.failures: Dict[str, int] = {}
+        self.last_failure = ''
+        self._window_start = dict(self.totals)
+        self._timings: List[RequestTimings] = []
+
+    def count(self, name: str, amount: int = 1) -> None:
+        """Add to a counter."""
+        self.totals[name] += amount
+
+    def batch(self, size: int) -> None:
+        """Record one forward pass of ``size`` requests."""
+        self.totals['batches'] += 1
+        self.totals['batched_requests'] += size
+        self.totals['largest_batch'] = max(self.totals['largest_batch'], size)
+
+    def served(self, timings: RequestTimings) -> None:
+        """Record an answered request."""
+        self.totals['served'] += 1
+        self._timings.append(timings)
+
+    def failed(self, category: str, message: str) -> None:
+        """Record a request answered with an error."""
+        self.totals['failed'] += 1
+        self.failures[category] = self.failures.get(category, 0) + 1
+        self.last_failure = message
+
+    def window(self) -> Dict[str, float]:
+        """Return the counts and timing percentiles since the last call, and reset them."""
+        out: Dict[str, float] = {name: self.totals[name] - self._window_start[name]
+                                 for name in COUNTERS if name != 'largest_batch'}
+        for field in ('queue_wait_ms', 'preprocess_ms', 'inference_ms', 'postprocess_ms',
+                      'total_ms'):
+            values = np.array([getattr(t, field) for t in self._timings]) if self._timings \
+                else np.zeros(1)
+            out[f'{field}_p50'] = float(np.percentile(values, 50))
+            out[f'{field}_max'] = float(values.max())
+        self._window_start = dict(self.totals)
+        self._timings = []
+        return out

@@ -1,0 +1,133 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Admission checks and the session table (no ROS)."""
+
+import dataclasses
+
+import pytest
+
+from remote_inference_py import PROTOCOL_VERSION
+from remote_inference_py.policy_server.admission import (
+    AdmitRequest, check_admission, FeatureDeclaration, ServerContract, SessionTable)
+
+JOINTS = ('shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper')
+STATE = FeatureDeclaration('observation.state', (6,), 'float32', 'state')
+FRONT = FeatureDeclaration('observation.images.front', (480, 640, 3), 'uint8', 'rgb')
+CONTRACT = ServerContract(deployment='so101', semantics='so101-degrees-gripper-percent-v1',
+                          action_names=JOINTS, action_rate=30.0, chunk_length=50,
+                          features=(STATE, FRONT))
+REQUEST = AdmitRequest(protocol_version=PROTOCOL_VERSION, client_name='/executor',
+                       deployment='so101', semantics='so101-degrees-gripper-percent-v1',
+                       action_names=JOINTS, action_rate=30.0, features=(STATE, FRONT),
+                       merge_mode='aligned', hardware_position_hold=True)
+
+
+def ask(**changes):
+    return check_admission(CONTRACT, dataclasses.replace(REQUEST, **changes))
+
+
+def test_a_matching_request_is_admitted_for_every_merge_mode():
+    for mode in ('append', 'aligned', 'ensemble', 'synchronous'):
+        assert ask(merge_mode=mode) == []
+    extra = FeatureDeclaration('observation.images.wrist', (240, 320, 3), 'uint8', 'rgb')
+    assert ask(features=(FRONT, STATE, extra)) == []   # order and unused extras do not matter
+
+
+@pytest.mark.parametrize('changes, expected', [
+    ({'protocol_version': PROTOCOL_VERSION + 1},
+     f'protocol version: server {PROTOCOL_VERSION}, client {PROTOCOL_VERSION + 1}'),
+    ({'deployment': 'koch'}, "deployment: server 'so101', client 'koch'"),
+    ({'semantics': 'si-radians-v1'},
+     "semantics: server 'so101-degrees-gripper-percent-v1', client 'si-radians-v1'"),
+    ({'action_names': JOINTS[::-1]}, 'action order: server'),
+    ({'action_names': JOINTS[:5] + ('jaw',)},
+     "missing on the client: ['gripper']; unknown to the server: ['jaw']"),
+    ({'action_rate': 50.0}, 'action rate: server 30.0 Hz, client 50.0 Hz'),
+    ({'features': (STATE,)}, "observation feature 'observation.images.front' is not provided"),
+    ({'features': (STATE, dataclasses.replace(FRONT, shape=(240, 320, 3)))},
+     "observation feature 'observation.images.front' shape: server [480, 640, 3], client "
+     '[240, 320, 3]'),
+    ({'features': (dataclasses.replace(STATE, dtype='float64'), FRONT)},
+     "observation feature 'observation.state' dtype: server float32, client float64"),
+    ({'features': (STATE, dataclasses.replace(FRONT, kind='depth'))},
+     "observation feature 'observation.images.front' kind: server rgb, client depth"),
+    ({'merge_mode': 'rtc'}, "merge mode 'rtc' is not supported"),
+    ({'hardware_position_hold': False}, 'hardware_position_hold is false'),
+])
+def test_every_mismatch_is_named(changes, expected):
+    problems = ask(**changes)
+    assert len(problems) == 1 and expected in problems[0], problems
+
+
+def test_all_mismatches_are_reported_together():
+    assert len(ask(deployment='x', semantics='y', action_rate=1.0)) == 3
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_max_clients_and_lazy_idle_release():
+    clock = Clock()
+    table = SessionTable(max_clients=1, clock=clock)
+    first = table.admit('', '/executor_a', idle_timeout_s=5.0)
+    assert first.success and len(first.session_id) == 16
+    clock.now += 3.0
+    refused = table.admit('', '/executor_b', idle_timeout_s=5.0)
+    assert not refused.success
+    assert 'server full: max_clients=1' in refused.message and '/executor_a' in refused.message
+    assert table.touch(first.session_id, '') is None          # a request keeps it fresh
+    clock.now += 4.0
+    assert not table.admit('', '/executor_b', idle_timeout_s=5.0).success
+    clock.now += 1.5                                            # silent for 5.5 s
+    second = table.admit('', '/executor_b', idle_timeout_s=5.0)
+    assert second.success and second.released == (first.session_id,)
+    why = table.touch(first.session_id, '')
+    assert 'was released (idle for 5.5 s and its slot was needed)' in why
+    assert table.touch(second.session_id, '') is None
+
+
+def test_idle_timeout_zero_never_releases():
+    clock = Clock()
+    table = SessionTable(max_clients=1, clock=clock)
+    table.admit('', '/a', idle_timeout_s=0.0)
+    clock.now += 1e6
+    assert not table.admit('', '/b', idle_timeout_s=0.0).success
+
+
+def test_a_restarted_client_replaces_its_own_session():
+    table = SessionTable(max_clients=1, clock=Clock())
+    first = table.admit('', '/executor', idle_timeout_s=10.0)
+    again = table.admit('', '/executor', idle_timeout_s=10.0)
+    assert again.success and again.session_id != first.session_id
+    assert again.released == (first.session_id,)
+    assert 'admitted again' in table.touch(first.session_id, '')
+
+
+def test_requests_with_unknown_sessions_or_from_another_robot_are_refused():
+    table = SessionTable(max_clients=2, clock=Clock())
+    session = table.admit('robot1', '/robot1/executor', idle_timeout_s=10.0).session_id
+    assert 'not admitted by this server instance' in table.touch('stale', 'robot1')
+    refusal = table.touch(session, 'robot2')
+    assert "admitted for robot namespace 'robot1', not 'robot2'" in refusal
+    assert table.touch(session, 'robot1') is None and table.get(session).requests == 1
+    with pytest.raises(ValueError, match='max_clients'):
+        SessionTable(max_clients=0)
+    refused = table.admit('robot1', '/x', idle_timeout_s=1.0, problems=['semantics: a'])
+    assert not refused.success and refused.message == 'semantics: a'

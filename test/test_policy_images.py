@@ -1,0 +1,198 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Image conversion to model inputs, against hand-computed values (no ROS)."""
+
+import io
+
+import numpy as np
+from PIL import Image
+import pytest
+
+from remote_inference_py.policy_server.images import (
+    check_compressed, check_raw, CompressedImage, InputError, RawImage, to_model_input)
+from remote_inference_py.policy_server.manifest import spec_from_dict
+
+STATE = {'name': 'observation.state', 'kind': 'state', 'shape': [1], 'names': ['gripper']}
+
+
+def feature(**entry):
+    """Build one image FeatureSpec through the manifest validation."""
+    entry = {'name': 'observation.images.front', 'kind': 'rgb', 'shape': [2, 3, 3], **entry}
+    spec = spec_from_dict({'semantics': 'si-radians-v1', 'fps': 30, 'chunk_length': 1,
+                           'action': {'names': ['gripper']}, 'features': [STATE, entry]})
+    return spec.features[1]
+
+
+# A 2x3 RGB image with distinct values: pixel (row r, column c) = (10r + c, 100 + c, 200 - r).
+RGB = np.array([[[10 * r + c, 100 + c, 200 - r] for c in range(3)] for r in range(2)],
+               dtype=np.uint8)
+
+
+def raw(array, encoding, step=None, bigendian=False):
+    height, width = array.shape[:2]
+    data = array.tobytes()
+    row = len(data) // height
+    if step is not None and step > row:
+        rows = [data[i * row:(i + 1) * row] + b'\xee' * (step - row) for i in range(height)]
+        data = b''.join(rows)
+    return RawImage(encoding, height, width, step or row, data, bigendian)
+
+
+def test_rgb8_becomes_chw_float_in_unit_range():
+    out = to_model_input(raw(RGB, 'rgb8'), feature())
+    assert out.dtype == np.float32 and out.shape == (3, 2, 3)
+    # Hand-computed: channel 0 of pixel (1, 2) is 12, channel 1 of (0, 1) is 101, channel 2
+    # of (1, 0) is 199; each divided by 255.
+    assert out[0, 1, 2] == pytest.approx(12 / 255)
+    assert out[1, 0, 1] == pytest.approx(101 / 255)
+    assert out[2, 1, 0] == pytest.approx(199 / 255)
+
+
+def test_bgr8_and_rgba8_arrive_in_rgb_order():
+    expected = to_model_input(raw(RGB, 'rgb8'), feature())
+    assert np.array_equal(to_model_input(raw(RGB[:, :, ::-1].copy(), 'bgr8'), feature()),
+                          expected)
+    rgba = np.concatenate([RGB, np.full((2, 3, 1), 77, np.uint8)], axis=2)
+    assert np.array_equal(to_model_input(raw(rgba, 'rgba8'), feature()), expected)
+
+
+def test_row_padding_in_step_is_skipped():
+    out = to_model_input(raw(RGB, 'rgb8', step=16), feature())
+    assert np.array_equal(out, to_model_input(raw(RGB, 'rgb8'), feature()))
+
+
+def test_hwc_layout_keeps_channels_last():
+    out = to_model_input(raw(RGB, 'rgb8'), feature(layout='hwc'))
+    assert out.shape == (2, 3, 3)
+    assert out[1, 2, 0] == pytest.approx(12 / 255)
+
+
+def test_mono8_feeds_grayscale_and_is_repeated_for_colour():
+    gray = np.array([[0, 51, 255], [102, 153, 204]], dtype=np.uint8)
+    out = to_model_input(raw(gray[:, :, None], 'mono8'), feature(shape=[2, 3, 1]))
+    assert out.shape == (1, 2, 3) and out[0, 0, 1] == pytest.approx(0.2)
+    colour = to_model_input(raw(gray[:, :, None], 'mono8'), feature())
+    assert colour.shape == (3, 2, 3) and np.all(colour[:, 1, 0] == pytest.approx(0.4))
+
+
+def test_rotate_180_reverses_rows_and_columns():
+    out = to_model_input(raw(RGB, 'rgb8'), feature(), rotate_180=True)
+    # After rotation, pixel (0, 0) is the former (1, 2): channel 0 = 12.
+    assert out[0, 0, 0] == pytest.approx(12 / 255)
+    assert out[0, 1, 2] == pytest.approx(0 / 255)
+
+
+def test_resize_to_model_shape_keeps_orientation():
+    image = np.zeros((40, 60, 3), np.uint8)
+    image[:, 30:, 0] = 255                      # right half red
+    out = to_model_input(raw(image, 'rgb8'), feature(shape=[40, 60, 3],
+                                                     model_shape=[3, 4, 6]))
+    assert out.shape == (3, 4, 6)
+    assert np.all(out[0, :, :2] == 0.0) and np.all(out[0, :, 4:] == 1.0)
+    uniform = np.full((40, 60, 3), 128, np.uint8)
+    out = to_model_input(raw(uniform, 'rgb8'), feature(shape=[40, 60, 3],
+                                                       model_shape=[3, 4, 6]))
+    assert np.allclose(out, 128 / 255)
+
+
+def depth_feature(**entry):
+    return feature(kind='depth', shape=[2, 2, 1], dtype='uint16', **entry)
+
+
+def test_16uc1_depth_in_millimetres_becomes_metres_and_is_clamped():
+    depth = np.array([[0, 500], [1500, 4000]], dtype=np.uint16)[:, :, None]
+    out = to_model_input(raw(depth, '16UC1'), depth_feature(depth_range_m=[0.2, 2.0]))
+    assert out.shape == (1, 2, 2)
+    assert np.allclose(out[0], [[0.2, 0.5], [1.5, 2.0]])
+
+
+def test_big_endian_16uc1_and_32fc1_depth():
+    depth = np.array([[250, 500], [750, 1000]], dtype='>u2')[:, :, None]
+    out = to_model_input(raw(depth, '16UC1', bigendian=True), depth_feature())
+    assert np.allclose(out[0], [[0.25, 0.5], [0.75, 1.0]])
+    metres = np.array([[0.25, np.nan], [0.75, 3.0]], dtype=np.float32)[:, :, None]
+    out = to_model_input(raw(metres, '32FC1'),
+                         feature(kind='depth', shape=[2, 2, 1], dtype='float32',
+                                 depth_range_m=[0.1, 2.0]))
+    assert np.allclose(out[0], [[0.25, 0.1], [0.75, 2.0]])
+
+
+def test_depth_resize_is_nearest_neighbour():
+    depth = np.array([[1000, 2000], [3000, 4000]], dtype=np.uint16)
+    depth = np.repeat(np.repeat(depth, 2, axis=0), 2, axis=1)[:, :, None]   # 4x4 blocks
+    out = to_model_input(raw(depth, '16UC1'),
+                         feature(kind='depth', shape=[4, 4, 1], dtype='uint16',
+                                 model_shape=[1, 2, 2]))
+    assert np.allclose(out[0], [[1.0, 2.0], [3.0, 4.0]])
+
+
+def test_wrong_size_and_encoding_are_named():
+    with pytest.raises(InputError, match=r'image is 3x2 .* declares 640x480') as error:
+        check_raw(raw(RGB, 'rgb8'), feature(shape=[480, 640, 3]))
+    assert error.value.code == 'size'
+    with pytest.raises(InputError, match=r"encoding 'yuv422' cannot feed rgb feature "
+                                         r"'observation.images.front'") as error:
+        check_raw(RawImage('yuv422', 2, 3, 6, bytes(12)), feature())
+    assert error.value.code == 'encoding'
+    with pytest.raises(InputError, match='16UC1'):
+        check_raw(raw(RGB, 'rgb8'), depth_feature())
+    with pytest.raises(InputError, match='too small') as error:
+        check_raw(RawImage('rgb8', 2, 3, 9, bytes(10)), feature())
+    assert error.value.code == 'buffer'
+
+
+def encode(array, fmt):
+    buffer = io.BytesIO()
+    Image.fromarray(array).save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+def test_png_round_trip_is_exact():
+    image = CompressedImage('png', encode(RGB, 'PNG'))
+    check_compressed(image, feature())
+    assert np.array_equal(to_model_input(image, feature()),
+                          to_model_input(raw(RGB, 'rgb8'), feature()))
+
+
+def test_jpeg_decodes_close_to_the_original():
+    uniform = np.full((16, 16, 3), (200, 40, 90), np.uint8)
+    image = CompressedImage('rgb8; jpeg compressed bgr8', encode(uniform, 'JPEG'))
+    spec = feature(shape=[16, 16, 3])
+    check_compressed(image, spec)
+    out = to_model_input(image, spec)
+    assert np.allclose(out[:, 8, 8], np.array([200, 40, 90]) / 255, atol=3 / 255)
+
+
+def test_compressed_depth_png_is_16_bit_millimetres():
+    depth = np.array([[100, 2000], [3000, 65535]], dtype=np.uint16)
+    data = bytes(12) + encode(depth, 'PNG')
+    image = CompressedImage('16UC1; compressedDepth png', data)
+    spec = depth_feature(depth_range_m=[0.0, 10.0])
+    check_compressed(image, spec)
+    assert np.allclose(to_model_input(image, spec)[0], [[0.1, 2.0], [3.0, 10.0]])
+
+
+def test_corrupt_jpeg_is_named_with_its_feature():
+    good = encode(np.zeros((2, 3, 3), np.uint8), 'JPEG')
+    corrupt = CompressedImage('jpeg', good[:20] + b'garbage' * 5)
+    with pytest.raises(InputError, match=r"corrupt JPEG for feature 'observation.images.front'"):
+        to_model_input(corrupt, feature())
+    with pytest.raises(InputError) as error:
+        check_compressed(CompressedImage('jpeg', b'not an image at all'), feature())
+    assert error.value.code == 'corrupt'
+    with pytest.raises(InputError, match='not supported') as error:
+        check_compressed(CompressedImage('tiff', good), feature())
+    with pytest.raises(InputError, match=r'image is 3x2 .* declares 6x4'):
+        check_compressed(CompressedImage('jpeg', good), feature(shape=[4, 6, 3]))

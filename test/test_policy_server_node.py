@@ -1,0 +1,386 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The policy_server node over real DDS: the installed console script in its own process.
+
+The test node plays the robot side: it publishes ``joint_states`` and camera frames at 30 Hz,
+calls ``policy/get_capabilities`` and ``policy/admit``, sends ``policy/request`` and reads
+``policy/chunk``. Models are small real torch networks with random weights, saved to disk
+in every format installable here. Assertions are on values, names and counts, never on
+wall-clock speed.
+"""
+
+import io
+import pathlib
+import re
+
+import numpy as np
+from PIL import Image
+import pytest
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
+from remote_inference.msg import ActionChunk, InferenceRequest, ObservationFeature
+from remote_inference.srv import Admit, GetCapabilities
+from ros_fixtures import NodeProcess
+from sensor_msgs.msg import CompressedImage, Image as ImageMsg, JointState
+import test_policy_models as models
+import yaml
+
+from remote_inference_py import PROTOCOL_VERSION
+from remote_inference_py.common import qos
+from remote_inference_py.policy_server.export import save_pt2
+from remote_inference_py.policy_server.manifest import spec_from_dict
+from remote_inference_py.policy_server.node import PARAMETERS
+
+JOINTS = models.JOINTS
+SO101 = 'so101-degrees-gripper-percent-v1'
+READY = r'Policy server ready: deployment=(\S+) instance=(\w+); awaiting (one client|\d+ clients)'
+
+
+def topic(namespace, name):
+    return f'{namespace}/{name}' if namespace else name
+
+
+class Robot:
+    """The robot side of one namespace, driven from the test node."""
+
+    def __init__(self, ros, namespace='', camera='raw', camera_topic='cameras/front/image_raw'):
+        self.node, self.spinner = ros
+        self.namespace = namespace
+        self.chunks = []
+        self.positions = [0.0] * 6
+        self.joint_names = list(JOINTS)
+        self.frame = None             # raw RGB array, or encoded bytes for compressed
+        self.encoding = 'rgb8'
+        self.node.create_subscription(ActionChunk, topic(namespace, 'policy/chunk'),
+                                      self.chunks.append, qos.CHUNKS)
+        self.request_pub = self.node.create_publisher(
+            InferenceRequest, topic(namespace, 'policy/request'), qos.COMMANDS)
+        self.joint_pub = self.node.create_publisher(
+            JointState, topic(namespace, 'joint_states'), qos.JOINT_STATES)
+        self.camera = camera
+        image_type = CompressedImage if camera == 'compressed' else ImageMsg
+        self.image_pub = self.node.create_publisher(
+            image_type, topic(namespace, camera_topic), qos.IMAGES)
+        self.capabilities_client = self.node.create_client(
+            GetCapabilities, topic(namespace, 'policy/get_capabilities'))
+        self.admit_client = self.node.create_client(Admit, topic(namespace, 'policy/admit'))
+        self.node.create_timer(1 / 30, self.publish)
+
+    def now(self):
+        return self.node.get_clock().now()
+
+    def publish(self):
+        stamp = self.now().to_msg()
+        joints = JointState(name=self.joint_names, position=[float(v) for v in self.positions])
+        joints.header.stamp = stamp
+        self.joint_pub.publish(joints)
+        if self.frame is None:
+            return
+        if self.camera == 'compressed':
+            msg = CompressedImage(format='jpeg', data=self.frame)
+        else:
+            frame = self.frame[:, :, ::-1] if self.encoding == 'bgr8' else self.frame
+            msg = ImageMsg(height=frame.shape[0], width=frame.shape[1], encoding=self.encoding,
+                           step=frame.shape[1] * 3, data=np.ascontiguousarray(frame).tobytes())
+        msg.header.stamp = stamp
+        self.image_pub.publish(msg)
+
+    def capabilities(self):
+        return self.spinner.call(self.capabilities_client, GetCapabilities.Request())
+
+    def admit(self, caps, client_name='/executor', **changes):
+        request = Admit.Request(
+            protocol_version=PROTOCOL_VERSION, client_name=client_name,
+            deployment=caps.deployment, semantics=caps.semantics,
+            action_names=list(caps.action_names), action_rate=caps.action_rate,
+            features=[ObservationFeature(name=f.name, shape=f.shape, dtype=f.dtype,
+                                         kind=f.kind) for f in caps.features],
+            merge_mode='aligned', hardware_position_hold=True)
+        for name, value in changes.items():
+            setattr(request, name, value)
+        return self.spinner.call(self.admit_client, request)
+
+    def wait_connected(self):
+        self.spinner.until(lambda: self.request_pub.get_subscription_count() > 0
+                           and self.node.count_publishers(
+                               self.node.resolve_topic_name(
+                                   topic(self.namespace, 'policy/chunk'))) > 0,
+                           10, 'request and chunk topics matched')
+
+    def request(self, session_id, request_id, earliest=None):
+        msg = InferenceRequest(session_id=session_id, request_id=request_id, task='pick')
+        msg.header.stamp = self.now().to_msg()
+        msg.earliest_capture_stamp = (earliest or self.now()).to_msg()
+        self.request_pub.publish(msg)
+
+    def answer(self, request_id, timeout=10.0):
+        def find():
+            return next((c for c in self.chunks if c.request_id == request_id), None)
+        return self.spinner.until(find, timeout, f'chunk answering request {request_id}')
+
+
+def set_parameter(ros, name, value):
+    node, spinner = ros
+    client = node.create_client(SetParameters, '/policy_server/set_parameters')
+    request = SetParameters.Request(parameters=[Parameter(name=name, value=ParameterValue(
+        type=ParameterType.PARAMETER_DOUBLE, double_value=value))])
+    return spinner.call(client, request).results[0]
+
+
+def jpeg(array):
+    buffer = io.BytesIO()
+    Image.fromarray(array).save(buffer, format='JPEG', quality=95)
+    return buffer.getvalue()
+
+
+def stamp_ns(stamp):
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+def test_demo_policy_admission_serving_and_bad_input(processes, ros):
+    node, spinner = ros
+    server = processes.console_script('policy_server', node_name='policy_server', params={
+        'deployment': 'demo_test', 'demo_cameras': ['front'], 'demo_image_size': [48, 64],
+        'feature_topics': ['observation.images.front=cameras/front/image_raw/compressed'],
+        'observation_wait_s': 0.3})
+    robot = Robot(ros, camera='compressed', camera_topic='cameras/front/image_raw/compressed')
+    ready = server.wait_for_output(READY, 20, spinner)
+    assert ready.group(1) == 'demo_test' and ready.group(3) == 'one client'
+
+    caps = robot.capabilities()
+    assert caps.success and caps.protocol_version == PROTOCOL_VERSION
+    assert caps.instance_id == ready.group(2) and caps.semantics == SO101
+    assert list(caps.action_names) == JOINTS and caps.action_rate == 30.0
+    assert caps.chunk_length == 50 and caps.max_clients == 1 and caps.active_clients == 0
+    assert set(caps.supported_merge_modes) == {'append', 'aligned', 'ensemble', 'synchronous'}
+    state, camera = caps.features
+    assert (state.name, list(state.shape), state.dtype, state.kind) == (
+        'observation.state', [6], 'float32', 'state')
+    assert list(state.names) == JOINTS and state.semantics == SO101
+    assert (list(camera.shape), camera.kind, camera.topic) == (
+        [48, 64, 3], 'rgb', 'cameras/front/image_raw/compressed')
+
+    refused = robot.admit(caps, semantics='si-radians-v1', action_names=JOINTS[::-1])
+    assert not refused.success and refused.session_id == ''
+    assert "semantics: server 'so101-degrees-gripper-percent-v1', client 'si-radians-v1'" \
+        in refused.message and 'action order' in refused.message
+    admitted = robot.admit(caps)
+    assert admitted.success and admitted.instance_id == caps.instance_id
+    session = admitted.session_id
+
+    # Served: a red object on the right of the image, the arm at a known pose.
+    frame = np.zeros((48, 64, 3), np.uint8)
+    frame[:, 48:, 0] = 255
+    robot.frame = jpeg(frame)
+    robot.positions = [0.2, -0.3, 0.4, 0.5, 0.0, 0.3]
+    robot.wait_connected()
+    spinner.spin_for(0.2)
+    earliest = robot.now()
+    robot.request(session, 1, earliest)
+    chunk = robot.answer(1)
+    assert chunk.error == '' and chunk.session_id == session
+    assert list(chunk.joint_names) == JOINTS and chunk.step_count == 50
+    assert chunk.step_period == pytest.approx(1 / 30)
+    assert stamp_ns(chunk.header.stamp) >= earliest.nanoseconds
+    positions = np.asarray(chunk.positions).reshape(50, 6)
+    assert np.abs(positions[0] - robot.positions).max() < 0.06     # SI radians, smooth
+    assert chunk.inference_ms > 0 and chunk.preprocess_ms > 0 and chunk.queue_wait_ms >= 0
+
+    robot.request('not-a-session', 2)
+    refusal = robot.answer(2)
+    assert refusal.step_count == 0 and 'is not admitted by this server instance' in refusal.error
+
+    # Bad joint states and frames are rejected with named errors; the server keeps serving.
+    robot.positions = [0.0] * 5 + [float('nan')]
+    spinner.spin_for(0.15)
+    robot.positions = [0.0] * 6
+    robot.joint_names = JOINTS[:5] + ['jaw']
+    spinner.spin_for(0.15)
+    robot.joint_names = list(JOINTS)
+    robot.frame = jpeg(np.zeros((24, 32, 3), np.uint8))
+    spinner.spin_for(0.15)
+    noise = np.random.default_rng(0).integers(0, 255, (48, 64, 3), dtype=np.uint8)
+    good = jpeg(noise)
+    robot.frame = good[:good.index(b'\xff\xda') + 60]                  # corrupt JPEG
+    spinner.spin_for(0.1)
+    robot.request(session, 3)
+    failed = robot.answer(3)
+    assert failed.step_count == 0 and 'corrupt JPEG' in failed.error, failed.error
+    log = server.output()
+    assert "[non_finite]: joint 'gripper' has a non-finite position" in log
+    assert "[unknown_joint]: unknown joint 'jaw' in joint_states" in log
+    assert "[size]: image is 32x24 (width x height) but feature 'observation.images.front' " \
+        'declares 64x48' in log
+    assert "corrupt JPEG for feature 'observation.images.front'" in log
+    robot.frame = jpeg(frame)
+    spinner.spin_for(0.1)
+    robot.request(session, 4)
+    assert robot.answer(4).error == ''
+
+    # extra_latency_s is live and counted as inference time.
+    result = set_parameter(ros, 'extra_latency_s', 0.3)
+    assert result.successful, result.reason
+    robot.request(session, 5)
+    assert robot.answer(5).inference_ms >= 300.0
+    assert not set_parameter(ros, 'extra_latency_s', -1.0).successful
+    assert set_parameter(ros, 'extra_latency_s', 0.0).successful
+
+    # One client at most; a silent client is released when another needs the slot.
+    other = robot.admit(caps, client_name='/other_executor')
+    assert not other.success and 'server full: max_clients=1' in other.message
+    assert set_parameter(ros, 'idle_timeout_s', 0.5).successful
+    spinner.spin_for(0.7)
+    other = robot.admit(caps, client_name='/other_executor')
+    assert other.success, other.message
+    robot.request(session, 6)
+    assert 'was released (idle for' in robot.answer(6).error
+    server.wait_for_output(r'client\(s\); last period: \d+ requests', 8, spinner)
+
+
+def observe(robot, pose, frame, encoding='rgb8'):
+    robot.positions = list(pose)
+    robot.frame = frame
+    robot.encoding = encoding
+
+
+def test_torchscript_policy_matches_the_reference_computation(processes, ros, tmp_path):
+    node, spinner = ros
+    model = models.TinyPolicy(seed=4)
+    path = models.save_torchscript(tmp_path, model)
+    server = processes.console_script('policy_server', node_name='policy_server', params={
+        'checkpoint': str(path), 'chunk_length': 12})
+    robot = Robot(ros)
+    server.wait_for_output(READY, 30, spinner)
+    caps = robot.capabilities()
+    assert caps.chunk_length == 12 and caps.semantics == SO101
+    session = robot.admit(caps).session_id
+    pose = [0.3, -0.6, 0.8, 0.2, -0.4, 0.5]
+    frame = models.test_pattern(seed=2)
+    observe(robot, pose, frame, encoding='bgr8')     # channel order is the server's job
+    robot.wait_connected()
+    spinner.spin_for(0.2)
+    robot.request(session, 1)
+    chunk = robot.answer(1)
+    assert chunk.error == '' and chunk.step_count == 12
+    expected = models.expected_chunk(model, pose, frame, steps=12)
+    assert np.allclose(np.asarray(chunk.positions).reshape(12, 6), expected, atol=2e-4)
+
+
+def test_two_namespaced_robots_batched_on_a_pt2_policy(processes, ros, tmp_path):
+    node, spinner = ros
+    model = models.TinyPolicy(seed=5)
+    path = save_pt2(model, spec_from_dict(models.manifest(max_batch_size=4)),
+                    tmp_path / 'tiny')
+    server = processes.console_script(
+        'policy_server', node_name='policy_server',
+        ros_args=['--log-level', 'policy_server:=debug'],
+        params={'checkpoint': str(path), 'robot_namespaces': ['robot1', 'robot2'],
+                'max_clients': 2, 'extra_latency_s': 0.4})
+    robots = {name: Robot(ros, name) for name in ('robot1', 'robot2')}
+    server.wait_for_output(READY + '', 30, spinner)
+    assert re.search(r'awaiting 2 clients', server.output())
+    poses = {'robot1': [0.4, -0.2, 0.1, 0.3, 0.2, 0.6], 'robot2': [-0.5, 0.3, -0.2, 0.0, 0.4, 0.1]}
+    frames = {'robot1': models.test_pattern(3), 'robot2': models.test_pattern(4)}
+    sessions = {}
+    for name, robot in robots.items():
+        caps = robot.capabilities()
+        sessions[name] = robot.admit(caps, client_name=f'/{name}/executor').session_id
+        observe(robot, poses[name], frames[name])
+        robot.wait_connected()
+    spinner.spin_for(0.3)
+    robots['robot1'].request(sessions['robot1'], 1)     # keeps the worker busy for 0.4 s
+    spinner.spin_for(0.15)
+    robots['robot1'].request(sessions['robot1'], 2)
+    robots['robot2'].request(sessions['robot2'], 1)
+    answers = {name: robots[name].answer(1) for name in robots}
+    second = robots['robot1'].answer(2)
+    for name, chunk in list(answers.items()) + [('robot1', second)]:
+        assert chunk.error == '', chunk.error
+        expected = models.expected_chunk(model, poses[name], frames[name])
+        assert np.allclose(np.asarray(chunk.positions).reshape(-1, 6), expected, atol=2e-4)
+    assert all(c.session_id == sessions['robot1'] for c in robots['robot1'].chunks)
+    assert all(c.session_id == sessions['robot2'] for c in robots['robot2'].chunks)
+    log = server.output()
+    assert re.search(r"request 2 robot 'robot1' session \w+: batch 2", log), log
+    assert re.search(r"request 1 robot 'robot2' session \w+: batch 2", log), log
+
+
+def test_bad_checkpoints_and_devices_stop_start_up_with_a_named_error(tmp_path):
+    wrong = tmp_path / 'wrong'
+    wrong.mkdir()
+    wrong_actions = models.save_torchscript(wrong, models.TinyPolicy(actions=7))
+    good = models.save_torchscript(tmp_path)
+    cases = {
+        'missing': ("checkpoint file '/nonexistent/model.pt2' does not exist",
+                    {'checkpoint': '/nonexistent/model.pt2'}),
+        'actions': ('outputs 7 action values per step, but 6 action names are declared',
+                    {'checkpoint': str(wrong_actions)}),
+        'device': ("device 'cuda' is not available", {'checkpoint': str(good),
+                                                      'device': 'cuda'}),
+    }
+    # Started side by side (each in its own log directory) to save time.
+    started = {name: NodeProcess.console_script('policy_server', tmp_path / name,
+                                                params=params, node_name='policy_server')
+               for name, (_, params) in cases.items()}
+    try:
+        for name, server in started.items():
+            assert server.wait(40) == 2, server.output()
+            assert 'cannot start: ' in server.output(), server.output()
+            assert cases[name][0] in server.output(), server.output()
+    finally:
+        for server in started.values():
+            server.stop()
+
+
+def test_the_executor_runs_on_the_policy_server(processes, ros):
+    from remote_inference.msg import ExecutorStatus
+    node, spinner = ros
+    statuses = []
+    node.create_subscription(ExecutorStatus, 'executor/status', statuses.append, qos.LATCHED)
+    processes.peer('fake_arm.py', node_name='fake_arm', params={'log_commands': False})
+    executor = processes.console_script('executor', node_name='executor', params={
+        'deployment': 'so101', 'semantics': SO101, 'autostart': True, 'refill_seconds': 0.3})
+    # The executor asks for admission as soon as it sees the server and reports the position
+    # hold it knows of then: let it receive the arm's hardware/info first.
+    executor.wait_for_output('executor up', 20, spinner)
+    spinner.spin_for(1.5)
+    server = processes.console_script('policy_server', node_name='policy_server')
+    server.wait_for_output(READY, 20, spinner)
+    spinner.until(lambda: statuses and statuses[-1].chunks_accepted >= 3, 30,
+                  'three chunks accepted by the executor')
+    assert statuses[-1].state_name == 'RUNNING'
+    assert statuses[-1].chunks_dropped == 0, statuses[-1].last_drop_reason
+    assert re.search(r'admitted /executor: session \w+, merge mode aligned', server.output())
+    assert executor.stop() == 0
+
+
+CONFIG_DIR = pathlib.Path(__file__).resolve().parents[1] / 'config'
+
+
+@pytest.mark.parametrize('config', sorted(p.name for p in CONFIG_DIR.glob('*.yaml')
+                                          if 'policy_server:' in p.read_text()))
+def test_config_files_use_declared_names_and_types(config):
+    values = yaml.safe_load((CONFIG_DIR / config).read_text())['policy_server'][
+        'ros__parameters']
+    kinds = {ParameterType.PARAMETER_STRING: str, ParameterType.PARAMETER_DOUBLE: float,
+             ParameterType.PARAMETER_INTEGER: int, ParameterType.PARAMETER_BOOL: bool,
+             ParameterType.PARAMETER_STRING_ARRAY: list,
+             ParameterType.PARAMETER_INTEGER_ARRAY: list}
+    for name, value in values.items():
+        assert name in PARAMETERS, f'{config}: {name} is not a policy_server parameter'
+        assert isinstance(value, kinds[PARAMETERS[name][1]]), f'{config}: {name}={value!r}'
+        if isinstance(value, list):
+            assert value, f'{config}: {name} is an empty list (ROS cannot type it)'
