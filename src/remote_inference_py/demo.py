@@ -15,62 +15,141 @@
 """
 The main job on the embedded default: ``./run demo``.
 
-Today it starts the smoke node in its own process and talks to it over DDS (a service call and
-a latched topic), which proves the build, the interfaces and the transport on this machine. The
-bringup issue turns it into the whole simulated system (arm, camera, built-in policy).
+Starts what ``bringup.launch.py`` starts (the same table, ``remote_inference_py.bringup``)
+with the simulated SO-101, its simulated camera and the built-in policy, each node in its own
+process over DDS; records the run to an MCAP bag; stops the executor after ``--seconds`` (it
+returns the arm to its initial position); then prints the run summary and writes a plot.
 """
 
 import argparse
 import os
+import pathlib
 import random
 import subprocess
 import sys
 import time
 
-import rclpy
-from rclpy.node import Node
-from remote_inference.msg import ExecutorStatus
-from remote_inference.srv import GetCapabilities
+from remote_inference_py import bringup
 
-from remote_inference_py.common import qos
+
+def installed_paths():
+    """Return (share dir, lib dir) of the installed remote_inference package."""
+    from ament_index_python.packages import get_package_prefix, get_package_share_directory
+    prefix = pathlib.Path(get_package_prefix('remote_inference'))
+    return get_package_share_directory('remote_inference'), prefix / 'lib' / 'remote_inference'
+
+
+def node_argv(lib_dir, node, extra):
+    """Command line of one node, as launch_ros builds it."""
+    argv = [str(lib_dir / node.executable), '--ros-args', '--params-file', node.params_file,
+            '-r', f'__node:={node.name}']
+    if node.namespace:
+        argv += ['-r', f'__ns:=/{node.namespace.strip("/")}']
+    for name, value in {**node.overrides, **extra.get(node.name, {})}.items():
+        argv += ['-p', f'{name}:={value}']
+    return argv
 
 
 def main(argv=None):
-    """Run the demo and print what happened; exit non-zero when something failed."""
+    """Run the simulated system, record it, summarise it; exit non-zero if it failed."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument('--timeout', type=float, default=15.0, help='seconds to wait [s]')
+    parser.add_argument('--seconds', type=float, default=20.0,
+                        help='how long the arm runs before the executor is stopped [s]')
+    parser.add_argument('--latency', type=float, default=0.2,
+                        help='inference latency injected in the policy server [s]')
+    parser.add_argument('--merge', default='aligned', choices=['append', 'aligned', 'ensemble'])
+    parser.add_argument('--synchronous', action='store_true', help='the classic loop')
+    parser.add_argument('--task', default='pick up the cube')
+    parser.add_argument('--out', default='', help='output folder (default runs/demo_<time>)')
     options = parser.parse_args(argv)
+
     os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(1, 200)))
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    os.environ.setdefault('MUJOCO_GL', 'egl')
+    share, lib_dir = installed_paths()
+    os.environ.setdefault('FASTDDS_DEFAULT_PROFILES_FILE',
+                          os.path.join(share, 'config', 'fastdds_shm.xml'))
+    out = pathlib.Path(options.out or time.strftime('runs/demo_%Y%m%d_%H%M%S'))
+    out.mkdir(parents=True, exist_ok=True)
 
-    child = subprocess.Popen([sys.executable, '-m', 'remote_inference_py.smoke'])
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from remote_inference.msg import ExecutorStatus
+
+    from remote_inference_py.analysis.bag import read_bag
+    from remote_inference_py.analysis.plot import plot_run
+    from remote_inference_py.analysis.record import Recorder
+    from remote_inference_py.analysis.summary import format_summary, summarize
+    from remote_inference_py.common import qos
+
+    extra = {
+        'executor': {'autostart': 'true', 'chunk_merge': options.merge,
+                     'synchronous': str(options.synchronous).lower()},
+        'policy_server': {'extra_latency_s': options.latency},
+    }
+    plan = bringup.plan(side='both', backend='sim', task=options.task, share_dir=share)
     rclpy.init()
-    node = Node('demo')
+    node = rclpy.create_node('demo_recorder')
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
     statuses = []
-    node.create_subscription(ExecutorStatus, 'smoke/status', statuses.append, qos.LATCHED)
-    client = node.create_client(GetCapabilities, 'smoke/get_capabilities')
-    ok = False
+    node.create_subscription(ExecutorStatus, 'executor/status', statuses.append, qos.LATCHED)
+    recorder = Recorder(node, out / 'bag')
+    procs = {}
+    print(f'demo: starting {", ".join(n.name for n in plan)} (logs in {out})', flush=True)
+    for spec in plan:
+        log = open(out / f'{spec.name}.log', 'wb')
+        procs[spec.name] = subprocess.Popen(node_argv(lib_dir, spec, extra), stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+
+    def spin_until(predicate, seconds):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not predicate():
+            executor.spin_once(timeout_sec=0.02)
+        return predicate()
+
+    def exited(name):
+        return procs[name].poll() is not None
+
+    executor_code = None
     try:
-        if not client.wait_for_service(timeout_sec=options.timeout):
-            print('demo: the smoke node did not come up', file=sys.stderr)
+        running = spin_until(lambda: statuses and statuses[-1].state_name == 'RUNNING'
+                             or any(p.poll() is not None for p in procs.values()), 90)
+        if not running or not statuses or statuses[-1].state_name != 'RUNNING':
+            dead = [n for n, p in procs.items() if p.poll() is not None]
+            print(f'demo: the system did not start (exited: {dead or "none"}); see the logs '
+                  f'in {out}', file=sys.stderr)
             return 1
-        future = client.call_async(GetCapabilities.Request())
-        deadline = time.monotonic() + options.timeout
-        while time.monotonic() < deadline and not (future.done() and statuses):
-            rclpy.spin_once(node, timeout_sec=0.05)
-        if future.done() and statuses:
-            caps = future.result()
-            print(f'demo: smoke node answered over DDS: protocol {caps.protocol_version}, '
-                  f'"{caps.message}"; status "{statuses[0].message}"')
-            ok = True
-        else:
-            print('demo: no answer from the smoke node', file=sys.stderr)
+        print(f'demo: arm moving; running for {options.seconds:.0f} s', flush=True)
+        spin_until(lambda: exited('executor'), options.seconds)
+        if not exited('executor'):
+            procs['executor'].send_signal(subprocess.signal.SIGINT)
+            print('demo: stopping: the executor returns the arm to its initial position',
+                  flush=True)
+        spin_until(lambda: exited('executor'), 30)
+        executor_code = procs['executor'].poll()
+        spin_until(lambda: False, 0.3)
     finally:
+        recorder.close()
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.send_signal(subprocess.signal.SIGINT)
+        for name, proc in procs.items():
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                print(f'demo: {name} ignored SIGINT; killed', file=sys.stderr)
         node.destroy_node()
         rclpy.try_shutdown()
-        child.send_signal(subprocess.signal.SIGINT)
-        child_code = child.wait(timeout=10)
-    return 0 if ok and child_code == 0 else 1
+
+    topics = read_bag(out / 'bag')
+    summary = summarize(topics)
+    print(format_summary(summary))
+    png = plot_run(topics, out / 'run.png', title='remote_inference demo (simulated SO-101)')
+    print(f'demo: plot {png}; bag {out / "bag"} (analyse again: analyze {out / "bag"})')
+    ok = executor_code == 0 and summary.final_state == 'STOPPED'
+    return 0 if ok else 1
 
 
 if __name__ == '__main__':

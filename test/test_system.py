@@ -1,0 +1,229 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Whole-system runs: the three real nodes (simulated SO-101 with its camera, built-in policy,
+executor) as separate processes over DDS, started from the bringup table with the shipped
+config/so101_sim.yaml; the test process watches the executor's status and the commands.
+
+Camera images are small (64x48 at 15 Hz) to keep the 2-core CI machine responsive; the
+policy server injects inference latency with its ``extra_latency_s`` knob. Assertions are on
+counts, states and orderings with wide margins.
+"""
+
+import pathlib
+
+import numpy as np
+import pytest
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
+from remote_inference.msg import ExecutorStatus, HardwareInfo
+from sensor_msgs.msg import JointState
+
+from remote_inference_py import bringup
+from remote_inference_py.analysis.summary import joint_vector
+from remote_inference_py.common import qos
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CONFIG = ROOT / 'config' / 'so101_sim.yaml'
+SMALL_CAMERA = {'sim_image_width': 64, 'sim_image_height': 48, 'sim_camera_rate_hz': 15.0}
+pytestmark = pytest.mark.slow
+
+
+class System:
+    """The three nodes plus a recorder and a status watch in the test process."""
+
+    def __init__(self, processes, ros, executor=None, server=None, hardware=None,
+                 nodes=('hardware_interface', 'executor', 'policy_server')):
+        self.node, self.spinner = ros
+        self.statuses = []
+        self.commands_seen = []
+        self.subscriptions = [
+            self.node.create_subscription(ExecutorStatus, 'executor/status',
+                                          self.statuses.append, qos.LATCHED),
+            self.node.create_subscription(JointState, 'joint_commands',
+                                          lambda m: self.commands_seen.append(joint_vector(m)),
+                                          qos.COMMANDS)]
+        overrides = {
+            'hardware_interface': {**SMALL_CAMERA, **(hardware or {})},
+            'policy_server': {'demo_image_size': [48, 64], **(server or {})},
+            'executor': {'autostart': True, **(executor or {})},
+        }
+        self.procs = {}
+        for spec in bringup.plan(share_dir=str(ROOT), config_file=str(CONFIG)):
+            if spec.name in nodes:
+                self.procs[spec.name] = processes.console_script(
+                    spec.executable, node_name=spec.name, params=str(CONFIG),
+                    ros_args=_param_args({**spec.overrides, **overrides[spec.name]}))
+
+    def state(self):
+        return self.statuses[-1].state_name if self.statuses else ''
+
+    def last(self):
+        return self.statuses[-1]
+
+    def wait_state(self, state, timeout=60):
+        self.spinner.until(lambda: self.state() == state, timeout, f'executor {state}')
+        return self.last()
+
+    def close(self):
+        """Stop listening (a later system in the same test must not feed these lists)."""
+        for subscription in self.subscriptions:
+            self.node.destroy_subscription(subscription)
+
+    def set_parameter(self, node_name, name, value):
+        client = self.node.create_client(SetParameters, f'/{node_name}/set_parameters')
+        request = SetParameters.Request(parameters=[Parameter(name=name, value=ParameterValue(
+            type=ParameterType.PARAMETER_DOUBLE, double_value=value))])
+        return self.spinner.call(client, request).results[0]
+
+
+def _param_args(values):
+    args = []
+    for name, value in values.items():
+        if isinstance(value, list):
+            value = '[' + ','.join(str(v) for v in value) + ']'
+        elif isinstance(value, bool):
+            value = str(value).lower()
+        args += ['-p', f'{name}:={value}']
+    return args
+
+
+@pytest.fixture
+def system(processes, ros):
+    """Start a system with per-test overrides; the processes fixture stops it."""
+    started = []
+
+    def start(**kwargs):
+        started.append(System(processes, ros, **kwargs))
+        return started[-1]
+
+    yield start
+    for run in started:
+        run.close()
+
+
+def test_continuous_motion_with_latency_below_the_horizon(system):
+    run = system(server={'extra_latency_s': 0.3})
+    run.wait_state('RUNNING')
+    run.spinner.until(lambda: run.last().chunks_accepted >= 2, 30, 'two chunks')
+    first = run.last()
+    run.spinner.spin_for(6.0)
+    last = run.last()
+    assert last.state_name == 'RUNNING'
+    assert last.starved_ticks == first.starved_ticks == 0
+    assert last.chunks_accepted - first.chunks_accepted >= 3
+    assert last.chunks_dropped == 0
+    dispatched_rate = (last.dispatched_ticks - first.dispatched_ticks) / 6.0
+    assert dispatched_rate > 25.0, f'dispatched {dispatched_rate:.1f} actions/s at 30 Hz'
+    assert last.p50_turnaround_s >= 0.3
+    moved = np.ptp(np.array(run.commands_seen), axis=0).max()
+    assert moved > 0.1, 'the built-in policy did not move the arm'
+
+
+def test_refill_seconds_set_on_the_running_system_changes_request_cadence(system):
+    run = system(server={'extra_latency_s': 0.05})
+    run.wait_state('RUNNING')
+    run.spinner.until(lambda: run.last().chunks_accepted >= 2, 30, 'two chunks')
+    start = run.last().requests
+    run.spinner.spin_for(4.0)
+    slow = run.last().requests - start
+    result = run.set_parameter('executor', 'refill_seconds', 1.3)
+    assert result.successful, result.reason
+    run.spinner.spin_for(0.5)
+    start = run.last().requests
+    run.spinner.spin_for(4.0)
+    fast = run.last().requests - start
+    assert fast >= slow + 4, f'requests in 4 s: {slow} at 0.3 s refill, {fast} at 1.3 s'
+    assert run.last().starved_ticks == 0
+
+
+def test_server_killed_mid_run_holds_faults_returns_and_exits_nonzero(system):
+    from ros_fixtures import clean_dead_segments
+    run = system(server={'extra_latency_s': 0.05},
+                 executor={'starvation_grace_s': 1.0, 'return_speed_rad_s': 1.0})
+    run.wait_state('RUNNING')
+    run.spinner.until(lambda: run.last().chunks_accepted >= 3, 30, 'three chunks')
+    run.procs['policy_server'].kill()
+    clean_dead_segments()
+    waiting = run.wait_state('WAITING', 20)
+    held_from = len(run.commands_seen)
+    run.wait_state('FAULT', 20)
+    assert run.procs['executor'].wait(20) != 0
+    assert 'lost' in run.last().message or 'grace' in run.last().message
+    # Holding: commands kept coming every tick and stayed at one target until the fault.
+    assert waiting.held_ticks >= 1
+    assert run.last().held_ticks - waiting.held_ticks >= 20   # ~30 in the 1 s grace
+    held = np.array(run.commands_seen[held_from:held_from + 15])
+    assert np.ptp(held, axis=0).max() < 1e-9, 'the held target moved'
+    # Then it drove back to the initial pose: the pose measured at start, which is the
+    # simulator's zero pose sagging a little under gravity.
+    assert np.ptp(np.array(run.commands_seen), axis=0).max() > 0.2, 'the arm never moved'
+    assert np.abs(run.commands_seen[-1]).max() < 0.1, run.commands_seen[-1]
+
+
+def test_bad_observation_streams_are_named_and_never_move_the_arm(system, ros):
+    node, spinner = ros
+    # The policy expects 96x128 images; the camera sends 64x48: every request is refused.
+    run = system(server={'demo_image_size': [96, 128]},
+                 executor={'starvation_grace_s': 1.0})
+    server = run.procs['policy_server']
+    server.wait_for_output(r'image.*(size|shape)', timeout=60, spinner=spinner)
+    run.wait_state('FAULT', 30)
+    assert run.procs['executor'].wait(20) != 0
+    commands = np.array(run.commands_seen)
+    assert len(commands) == 0 or np.ptp(commands, axis=0).max() < 1e-6, 'the arm moved'
+
+
+def test_nan_joint_states_are_named_and_never_move_the_arm(system, ros):
+    node, spinner = ros
+    # No hardware node: the test is the arm, and it measures NaN.
+    run = system(nodes=('executor', 'policy_server'), executor={'admission_timeout_s': 5.0})
+    state_pub = node.create_publisher(JointState, 'joint_states', qos.JOINT_STATES)
+    info_pub = node.create_publisher(HardwareInfo, 'hardware/info', qos.LATCHED)
+    names = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll',
+             'gripper']
+    info_pub.publish(HardwareInfo(backend='test', joint_names=names, position_hold=True,
+                                  state='active'))
+    timer = node.create_timer(0.02, lambda: state_pub.publish(JointState(
+        name=names, position=[0.0, float('nan'), 0.0, 0.0, 0.0, 0.0])))
+    try:
+        run.procs['executor'].wait_for_output('non-finite', timeout=30, spinner=spinner)
+        spinner.spin_for(2.0)
+    finally:
+        node.destroy_timer(timer)
+    assert run.commands_seen == [], 'a command was computed from NaN joint states'
+    assert run.state() in ('', 'IDLE', 'READY')
+
+
+def test_asynchronous_dispatches_more_actions_than_synchronous(system):
+    rates = {}
+    for mode in ('synchronous', 'aligned'):
+        run = system(server={'extra_latency_s': 0.3},
+                     executor={'synchronous': mode == 'synchronous'})
+        run.wait_state('RUNNING')
+        run.spinner.until(lambda: run.last().chunks_accepted >= 2, 30, 'two chunks')
+        first = run.last()
+        run.spinner.spin_for(6.0)
+        last = run.last()
+        rates[mode] = (last.dispatched_ticks - first.dispatched_ticks) / 6.0
+        held = last.held_ticks - first.held_ticks
+        if mode == 'aligned':
+            assert held == 0, f'asynchronous held {held} ticks'
+        else:
+            assert held > 20, f'synchronous should hold while it waits, held {held}'
+        for proc in run.procs.values():
+            proc.stop(spinner=run.spinner)
+        run.close()
+    assert rates['aligned'] > 1.1 * rates['synchronous'], rates
