@@ -332,7 +332,9 @@ def test_a_missing_motor_is_named_and_nothing_moves(processes, ros):
 def test_config_files_use_declared_parameter_names_and_types(name):
     path = os.path.join(os.path.dirname(EXAMPLE), name)
     with open(path, encoding='utf-8') as stream:
-        values = yaml.safe_load(stream)['hardware_interface']['ros__parameters']
+        sections = yaml.safe_load(stream)
+    values = next(v for k, v in sections.items()
+                  if k.split('/')[-1] == 'hardware_interface')['ros__parameters']
     kinds = {ParameterType.PARAMETER_STRING: str, ParameterType.PARAMETER_BOOL: bool,
              ParameterType.PARAMETER_INTEGER: int, ParameterType.PARAMETER_DOUBLE: float,
              ParameterType.PARAMETER_STRING_ARRAY: list,

@@ -373,8 +373,9 @@ CONFIG_DIR = pathlib.Path(__file__).resolve().parents[1] / 'config'
 @pytest.mark.parametrize('config', sorted(p.name for p in CONFIG_DIR.glob('*.yaml')
                                           if 'policy_server:' in p.read_text()))
 def test_config_files_use_declared_names_and_types(config):
-    values = yaml.safe_load((CONFIG_DIR / config).read_text())['policy_server'][
-        'ros__parameters']
+    sections = yaml.safe_load((CONFIG_DIR / config).read_text())
+    values = next(v for k, v in sections.items()
+                  if k.split('/')[-1] == 'policy_server')['ros__parameters']
     kinds = {ParameterType.PARAMETER_STRING: str, ParameterType.PARAMETER_DOUBLE: float,
              ParameterType.PARAMETER_INTEGER: int, ParameterType.PARAMETER_BOOL: bool,
              ParameterType.PARAMETER_STRING_ARRAY: list,
