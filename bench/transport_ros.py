@@ -1,0 +1,227 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Our ROS 2 path, client side: what the robot computer sends the policy server and gets back.
+
+Per round trip, as the product's nodes do it: a ``sensor_msgs/Image`` (rgb8, built like the
+hardware interface's camera frames) on ``cameras/front/image_raw`` (qos.IMAGES), a
+``sensor_msgs/JointState`` on ``joint_states`` (qos.JOINT_STATES) and a
+``remote_inference/InferenceRequest`` on ``policy/request`` (qos.COMMANDS) whose earliest
+capture stamp is the stamp of that frame, so the server must use exactly this observation; the
+round trip ends when the matching ``remote_inference/ActionChunk`` arrives on ``policy/chunk``
+(qos.CHUNKS) and its positions are a numpy array. The client is admitted first through
+``policy/get_capabilities`` and ``policy/admit`` like the executor. It calls
+``tune_allocator()`` first, as every node of ours does (``REMOTE_INFERENCE_TUNE_MALLOC=0``
+turns that off for the default-malloc cells).
+
+:func:`serve_minimal` is a reference point, not the product: a bare rclpy node with the same
+topics, message types and QoS that answers from inside its subscription callbacks (no worker
+thread, no observation buffers, no preprocessing): the floor of rclpy + Fast DDS for this
+exchange.
+"""
+
+import array
+import time
+
+import numpy as np
+
+from transport_common import Client, constant_chunk, JOINTS, make_frame, make_joints
+
+ANSWER_TIMEOUT_S = 1.0
+
+
+class RosClient(Client):
+    """A client node on the real message path of the product."""
+
+    def __init__(self, admit=True, timeout=30.0):
+        from remote_inference_py.common.process import tune_allocator
+        tune_allocator()
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from remote_inference.msg import ActionChunk, InferenceRequest
+        from remote_inference.srv import Admit, GetCapabilities
+        from sensor_msgs.msg import Image, JointState
+
+        from remote_inference_py.common import qos
+
+        self.rclpy = rclpy
+        self.Image, self.JointState, self.InferenceRequest = Image, JointState, InferenceRequest
+        rclpy.init()
+        self.node = rclpy.create_node('transport_bench_client')
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        self.image_pub = self.node.create_publisher(Image, 'cameras/front/image_raw', qos.IMAGES)
+        self.joint_pub = self.node.create_publisher(JointState, 'joint_states', qos.JOINT_STATES)
+        self.request_pub = self.node.create_publisher(InferenceRequest, 'policy/request',
+                                                      qos.COMMANDS)
+        self.answer = None
+        self.node.create_subscription(ActionChunk, 'policy/chunk', self._on_chunk, qos.CHUNKS)
+        self.frame = make_frame()
+        self.joints = make_joints()
+        self.request_id = 0
+        self.timings = []
+        self.errors = {}
+
+        deadline = time.monotonic() + timeout
+        self.session_id = ''
+        if admit:
+            self._admit(Admit, GetCapabilities, deadline)
+        while self.image_pub.get_subscription_count() < 1 or \
+                self.request_pub.get_subscription_count() < 1:
+            if time.monotonic() > deadline:
+                raise RuntimeError('the policy server did not subscribe to our topics')
+            self.executor.spin_once(timeout_sec=0.02)
+
+    def _admit(self, Admit, GetCapabilities, deadline):  # noqa: N803 - message classes
+        caps = self._call(GetCapabilities, 'policy/get_capabilities',
+                          GetCapabilities.Request(), deadline)
+        request = Admit.Request(
+            protocol_version=caps.protocol_version, client_name='transport_bench',
+            deployment=caps.deployment, semantics=caps.semantics,
+            action_names=list(caps.action_names), action_rate=caps.action_rate,
+            features=list(caps.features), merge_mode='aligned', hardware_position_hold=True)
+        admitted = self._call(Admit, 'policy/admit', request, deadline)
+        if not admitted.success:
+            raise RuntimeError(f'admission refused: {admitted.message}')
+        self.session_id = admitted.session_id
+
+    def _call(self, kind, name, request, deadline):
+        client = self.node.create_client(kind, name)
+        if not client.wait_for_service(timeout_sec=max(deadline - time.monotonic(), 0.1)):
+            raise RuntimeError(f'service {name} not available')
+        future = client.call_async(request)
+        while not future.done():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f'no answer from {name}')
+            self.executor.spin_once(timeout_sec=0.02)
+        return future.result()
+
+    def _on_chunk(self, msg):
+        self.answer = msg
+
+    def roundtrip(self):
+        self.request_id += 1
+        stamp = self.node.get_clock().now().to_msg()
+        image = self.Image()
+        image.header.stamp = stamp
+        image.header.frame_id = 'front_camera'
+        image.height, image.width = int(self.frame.shape[0]), int(self.frame.shape[1])
+        image.encoding = 'rgb8'
+        image.step = image.width * 3
+        image.data = self.frame.tobytes()
+        self.image_pub.publish(image)
+        joints = self.JointState(name=list(JOINTS), position=[float(v) for v in self.joints])
+        joints.header.stamp = stamp
+        self.joint_pub.publish(joints)
+        request = self.InferenceRequest()
+        request.header.stamp = stamp
+        request.session_id = self.session_id
+        request.request_id = self.request_id
+        request.earliest_capture_stamp = stamp
+        self.request_pub.publish(request)
+        deadline = time.monotonic() + ANSWER_TIMEOUT_S
+        while self.answer is None or self.answer.request_id != self.request_id:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.errors['no answer'] = self.errors.get('no answer', 0) + 1
+                return False
+            self.executor.spin_once(timeout_sec=remaining)
+        msg = self.answer
+        if msg.error:
+            key = msg.error[:60]
+            self.errors[key] = self.errors.get(key, 0) + 1
+            return False
+        chunk = np.frombuffer(msg.positions, dtype=np.float32).reshape(
+            msg.step_count, len(msg.joint_names))
+        self.timings.append((msg.queue_wait_ms, msg.preprocess_ms, msg.inference_ms,
+                             msg.postprocess_ms))
+        return chunk.shape == (50, 6)
+
+    def reset_stats(self):
+        self.timings = []
+        self.errors = {}
+
+    def stats(self):
+        return {'server_ms': self.timings, 'errors': self.errors}
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.rclpy.try_shutdown()
+
+
+def serve_minimal():
+    """Answer each InferenceRequest once the frame and joints it asks for have arrived."""
+    from remote_inference_py.common.process import tune_allocator
+    tune_allocator()
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from remote_inference.msg import ActionChunk, InferenceRequest
+    from sensor_msgs.msg import Image, JointState
+
+    from remote_inference_py.common import qos
+
+    rclpy.init()
+    node = rclpy.create_node('transport_minimal_server')
+    chunk = constant_chunk()
+    positions = array.array('f', chunk.tobytes())
+    latest = {'image': -1, 'joints': -1}
+    pending = []
+    publisher = node.create_publisher(ActionChunk, 'policy/chunk', qos.CHUNKS)
+
+    def stamp_ns(stamp):
+        return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+    def answer():
+        while pending and min(latest.values()) >= stamp_ns(pending[0].earliest_capture_stamp):
+            request = pending.pop(0)
+            msg = ActionChunk()
+            msg.header.stamp = request.earliest_capture_stamp
+            msg.session_id = request.session_id
+            msg.request_id = request.request_id
+            msg.joint_names = list(JOINTS)
+            msg.step_period = 1.0 / 30.0
+            msg.step_count = chunk.shape[0]
+            msg.positions = positions
+            publisher.publish(msg)
+
+    def on_image(msg):
+        frame = np.frombuffer(msg.data, dtype=np.uint8).reshape(msg.height, msg.width, 3)
+        if frame.size:
+            latest['image'] = stamp_ns(msg.header.stamp)
+        answer()
+
+    def on_joints(msg):
+        latest['joints'] = stamp_ns(msg.header.stamp)
+        answer()
+
+    def on_request(msg):
+        pending.append(msg)
+        answer()
+
+    node.create_subscription(Image, 'cameras/front/image_raw', on_image, qos.IMAGES)
+    node.create_subscription(JointState, 'joint_states', on_joints, qos.JOINT_STATES)
+    node.create_subscription(InferenceRequest, 'policy/request', on_request, qos.COMMANDS)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    print('minimal ROS server ready', flush=True)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
