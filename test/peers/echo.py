@@ -21,10 +21,8 @@ response whose string fields carry a text rendering of the request, so the test 
 that every field crossed the process boundary.
 """
 
-import sys
 
-import rclpy
-from rclpy.executors import ExternalShutdownException
+from peer_main import spin
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from remote_inference import msg as ri_msg
@@ -75,16 +73,8 @@ class Echo(Node):
 
 
 def main():
-    """Spin the echo peer until SIGINT."""
-    rclpy.init(args=sys.argv)
-    node = Echo()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    """Spin until SIGINT."""
+    spin(Echo)
 
 
 if __name__ == '__main__':

@@ -21,10 +21,8 @@ a first-order lag, publishes every command it applies on ``applied_command``, an
 received so a test can read them back from its log: one ``CMD t=<ns> <p0> <p1> ...`` line each.
 """
 
-import sys
 
-import rclpy
-from rclpy.executors import ExternalShutdownException
+from peer_main import spin
 from rclpy.node import Node
 from remote_inference.msg import HardwareInfo
 from sensor_msgs.msg import JointState
@@ -83,15 +81,7 @@ class FakeArm(Node):
 
 def main():
     """Spin until SIGINT."""
-    rclpy.init(args=sys.argv)
-    node = FakeArm()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    spin(FakeArm)
 
 
 if __name__ == '__main__':

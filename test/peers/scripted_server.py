@@ -25,12 +25,10 @@ with another session id), ``nan_request`` (put a NaN in the chunk answering that
 """
 
 import math
-import sys
 import uuid
 
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
+from peer_main import spin
 from rclpy.node import Node
 from rclpy.time import Time
 from remote_inference.msg import ActionChunk, InferenceRequest
@@ -167,15 +165,7 @@ class ScriptedServer(Node):
 
 def main():
     """Spin until SIGINT."""
-    rclpy.init(args=sys.argv)
-    node = ScriptedServer()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    spin(ScriptedServer)
 
 
 if __name__ == '__main__':

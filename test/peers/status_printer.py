@@ -21,10 +21,8 @@ network namespace).
 Line format: ``STATUS <state_name> ticks=<n> chunks=<n> starved=<n> dropped=<n> msg=<text>``.
 """
 
-import sys
 
-import rclpy
-from rclpy.executors import ExternalShutdownException
+from peer_main import spin
 from rclpy.node import Node
 from remote_inference.msg import ExecutorStatus
 
@@ -47,15 +45,7 @@ class StatusPrinter(Node):
 
 def main():
     """Spin until SIGINT."""
-    rclpy.init(args=sys.argv)
-    node = StatusPrinter()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    spin(StatusPrinter)
 
 
 if __name__ == '__main__':

@@ -49,13 +49,7 @@ import threading
 import time
 
 import numpy as np
-from rcl_interfaces.msg import (
-    FloatingPointRange,
-    IntegerRange,
-    ParameterDescriptor,
-    ParameterType,
-    SetParametersResult,
-)
+from rcl_interfaces.msg import ParameterType, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
@@ -77,6 +71,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from remote_inference_py import PROTOCOL_VERSION
 from remote_inference_py.common import qos
 from remote_inference_py.common.node_main import ConfigError, run_node
+from remote_inference_py.common.params import descriptor
 from remote_inference_py.executor.config import ExecutorConfig, STRUCTURAL_FIELDS
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 
@@ -87,18 +82,6 @@ ADMISSION_RETRY_S = 2.0
 TICK_WINDOW = 1000
 
 _D = ParameterType
-
-
-def _descriptor(description, kind, read_only=False, low=None, high=None, step=0):
-    """Build a ParameterDescriptor with an optional range."""
-    desc = ParameterDescriptor(description=description, type=kind, read_only=read_only)
-    if low is not None and kind == _D.PARAMETER_DOUBLE:
-        desc.floating_point_range = [FloatingPointRange(from_value=float(low),
-                                                        to_value=float(high), step=0.0)]
-    if low is not None and kind == _D.PARAMETER_INTEGER:
-        desc.integer_range = [IntegerRange(from_value=int(low), to_value=int(high),
-                                           step=int(step))]
-    return desc
 
 
 # name: (default, type, description, read_only, low, high). Config fields first (same names as
@@ -178,7 +161,7 @@ class ExecutorNode(Node):
         for name, spec in PARAMETERS.items():
             default, kind, description = spec[:3]
             low, high = (spec[3], spec[4]) if len(spec) == 5 else (None, None)
-            self.declare_parameter(name, default, _descriptor(
+            self.declare_parameter(name, default, descriptor(
                 description, kind, read_only=name in READ_ONLY, low=low, high=high))
         self.config = self._config_from_parameters({})
         self.settings = {name: self.get_parameter(name).value

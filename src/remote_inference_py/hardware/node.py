@@ -79,13 +79,7 @@ import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import (
-    FloatingPointRange,
-    IntegerRange,
-    ParameterDescriptor,
-    ParameterType,
-    SetParametersResult,
-)
+from rcl_interfaces.msg import ParameterType, SetParametersResult
 from rclpy.duration import Duration
 from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.lifecycle import Node as LifecycleNode
@@ -99,6 +93,7 @@ from std_srvs.srv import Trigger
 
 from remote_inference_py.common import qos
 from remote_inference_py.common.node_main import ConfigError, run_node
+from remote_inference_py.common.params import descriptor as make_descriptor
 from remote_inference_py.hardware.backend import (
     BackendError, BackendFault, BackendOpenError, BACKENDS, check_limits, FeetechBackend,
     FeetechSettings, limits_source, load_calibration, SimBackend)
@@ -113,17 +108,6 @@ SUMMARY_PERIOD_S = 5.0
 CUBE_POSE_RATE_HZ = 10.0
 _D = ParameterType
 _UNSET = object()
-
-
-def _descriptor(description, kind, read_only=True, low=None, high=None):
-    """Build a ParameterDescriptor with an optional range."""
-    desc = ParameterDescriptor(description=description, type=kind, read_only=read_only)
-    if low is not None and kind == _D.PARAMETER_DOUBLE:
-        desc.floating_point_range = [FloatingPointRange(from_value=float(low),
-                                                        to_value=float(high), step=0.0)]
-    if low is not None and kind == _D.PARAMETER_INTEGER:
-        desc.integer_range = [IntegerRange(from_value=int(low), to_value=int(high), step=0)]
-    return desc
 
 
 # name: (default, type, description[, low, high]). _UNSET: no default (typed, value None).
@@ -253,8 +237,8 @@ class HardwareInterfaceNode(LifecycleNode):
         for name, spec in PARAMETERS.items():
             default, kind, description = spec[:3]
             low, high = (spec[3], spec[4]) if len(spec) == 5 else (None, None)
-            descriptor = _descriptor(description, kind, read_only=name not in LIVE,
-                                     low=low, high=high)
+            descriptor = make_descriptor(description, kind, read_only=name not in LIVE,
+                                         low=low, high=high)
             value = Parameter.Type.DOUBLE_ARRAY if default is _UNSET else default
             try:
                 self.declare_parameter(name, value, descriptor)

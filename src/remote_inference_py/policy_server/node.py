@@ -63,13 +63,7 @@ import time
 import uuid
 
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import (
-    FloatingPointRange,
-    IntegerRange,
-    ParameterDescriptor,
-    ParameterType,
-    SetParametersResult,
-)
+from rcl_interfaces.msg import ParameterType, SetParametersResult
 from rclpy.duration import Duration
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
@@ -84,6 +78,7 @@ from std_msgs.msg import Float64MultiArray
 from remote_inference_py import PROTOCOL_VERSION
 from remote_inference_py.common import qos
 from remote_inference_py.common.node_main import ConfigError, run_node
+from remote_inference_py.common.params import descriptor as make_descriptor
 from remote_inference_py.hardware.calibration import Calibration
 from remote_inference_py.policy_server.admission import AdmitRequest, FeatureDeclaration
 from remote_inference_py.policy_server.core import (
@@ -165,19 +160,6 @@ PARAMETERS = {
 LIVE = ('idle_timeout_s', 'observation_wait_s', 'extra_latency_s')
 
 
-def _descriptor(name, kind, description, read_only, bounds):
-    """Build a ParameterDescriptor with an optional range."""
-    desc = ParameterDescriptor(name=name, type=kind, description=description,
-                               read_only=read_only)
-    if bounds is not None and kind == _D.PARAMETER_DOUBLE:
-        desc.floating_point_range = [FloatingPointRange(
-            from_value=float(bounds[0]), to_value=float(bounds[1]), step=0.0)]
-    if bounds is not None and kind == _D.PARAMETER_INTEGER:
-        desc.integer_range = [IntegerRange(from_value=int(bounds[0]), to_value=int(bounds[1]),
-                                           step=0)]
-    return desc
-
-
 def topic_name(namespace, name):
     """Join a robot namespace and a relative topic name (absolute names stay as they are)."""
     if name.startswith('/') or not namespace:
@@ -215,7 +197,8 @@ class PolicyServerNode(Node):
     def __init__(self, **kwargs):
         super().__init__('policy_server', **kwargs)
         for name, (default, kind, description, read_only, bounds) in PARAMETERS.items():
-            descriptor = _descriptor(name, kind, description, read_only, bounds)
+            descriptor = make_descriptor(description, kind, read_only,
+                                         *(bounds or (None, None)))
             value = default if default is not None else _typed_unset(kind)
             self.declare_parameter(name, value, descriptor)
         self.finished = False
