@@ -16,11 +16,15 @@
 Run every benchmark in bench/ one after another: ``./run bench``.
 
 Each ``bench_<name>.py`` prints its own markdown tables and writes ``bench/results/<name>.md``;
-this prints them in turn and exits non-zero if one failed. Benchmarks measure, they do not
-pass or fail, and CI does not run them.
+this runs them in turn, then writes all results into one document, ``bench/results/README.md``
+(date, machine, every table), prints it, and exits non-zero if a benchmark failed. Benchmarks
+measure, they do not pass or fail, and CI does not run them. Budget: under 15 minutes on a
+2-core machine.
 """
 
+import os
 import pathlib
+import platform
 import subprocess
 import sys
 import time
@@ -30,12 +34,24 @@ def main():
     """Run each bench_*.py in its own process."""
     here = pathlib.Path(__file__).resolve().parent
     failed = []
+    begin = time.monotonic()
     for script in sorted(here.glob('bench_*.py')):
         print(f'\n# {script.stem}\n', flush=True)
         start = time.monotonic()
         if subprocess.run([sys.executable, str(script)]).returncode != 0:
             failed.append(script.name)
         print(f'\n({script.stem}: {time.monotonic() - start:.0f} s)', flush=True)
+    results = here / 'results'
+    parts = [f'# Benchmark results\n\n{time.strftime("%Y-%m-%d")}, {platform.machine()}, '
+             f'{os.cpu_count()} cores, Python {platform.python_version()}; '
+             f'`./run bench` took {time.monotonic() - begin:.0f} s.\n']
+    for script in sorted(here.glob('bench_*.py')):
+        name = script.stem[len('bench_'):]
+        path = results / f'{name}.md'
+        if path.exists():
+            parts.append('\n' + path.read_text())
+    (results / 'README.md').write_text('\n'.join(parts))
+    print('\n'.join(parts))
     if failed:
         sys.exit(f'failed: {", ".join(failed)}')
 
