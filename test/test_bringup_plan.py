@@ -76,3 +76,9 @@ def test_record_command_covers_the_run_topics_in_the_namespace():
     assert command[:7] == ['ros2', 'bag', 'record', '-s', 'mcap', '-o', 'bag']
     assert '/robot1/executor/status' in command and '/robot1/policy/chunk' in command
     assert not any('image' in c for c in command)
+
+
+def test_a_python_factory_checkpoint_is_not_a_path(share):
+    nodes = {n.name: n for n in bringup.plan(
+        checkpoint='remote_inference_py.evaluation.expert:expert_runtime', share_dir=share)}
+    assert nodes['policy_server'].overrides['checkpoint'].endswith(':expert_runtime')

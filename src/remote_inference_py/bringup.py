@@ -129,7 +129,8 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
         config_file = os.path.join(share_dir, 'config', f'so101_{backend}.yaml')
     if not os.path.isfile(config_file):
         raise ValueError(f'config file {config_file!r} does not exist')
-    if checkpoint and any(s.name == 'policy_server' for s in specs) \
+    python_factory = ':' in checkpoint and os.path.sep not in checkpoint.split(':')[0]
+    if checkpoint and not python_factory and any(s.name == 'policy_server' for s in specs) \
             and not os.path.exists(checkpoint):
         raise ValueError(f'checkpoint {checkpoint!r} does not exist')
     if backend == 'feetech' and any(s.name == 'hardware_interface' for s in specs) \
