@@ -56,6 +56,8 @@ import time
 
 import numpy as np
 
+from remote_inference_py.bringup import param_args
+
 BENCH = pathlib.Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path[:0] = [str(ROOT / 'test')]
@@ -76,18 +78,6 @@ CAMERA = {'sim_image_width': 64, 'sim_image_height': 48, 'sim_camera_rate_hz': 3
 SERVER = {'demo_image_size': [48, 64], 'extra_latency_s': LATENCIES[0]}
 EXECUTOR = {'autostart': True, 'return_speed_rad_s': 2.0}
 HORIZON_S = CHUNK / FPS - 1.0 / FPS   # execution horizon minus one tick
-
-
-def param_args(values):
-    """Turn {name: value} into ``-p name:=value`` ROS arguments."""
-    args = []
-    for name, value in values.items():
-        if isinstance(value, list):
-            value = '[' + ','.join(str(v) for v in value) + ']'
-        elif isinstance(value, bool):
-            value = str(value).lower()
-        args += ['-p', f'{name}:={value}']
-    return args
 
 
 class Bench:

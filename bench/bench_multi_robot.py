@@ -60,6 +60,8 @@ import time
 
 import numpy as np
 
+from remote_inference_py.bringup import param_args
+
 BENCH = pathlib.Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path[:0] = [str(ROOT / 'test')]
@@ -139,16 +141,6 @@ def cpu_seconds(pid):
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-
-
-def param_args(values):
-    """Turn {name: value} into ``-p name:=value`` ROS arguments."""
-    args = []
-    for name, value in values.items():
-        if isinstance(value, bool):
-            value = str(value).lower()
-        args += ['-p', f'{name}:={value}']
-    return args
 
 
 class Watch:

@@ -82,3 +82,10 @@ def test_a_python_factory_checkpoint_is_not_a_path(share):
     nodes = {n.name: n for n in bringup.plan(
         checkpoint='remote_inference_py.evaluation.expert:expert_runtime', share_dir=share)}
     assert nodes['policy_server'].overrides['checkpoint'].endswith(':expert_runtime')
+
+
+def test_param_args_format_values_as_the_ros_cli_parses_them():
+    assert bringup.param_args({'autostart': True, 'size': [48, 64], 'names': ('a', 'b'),
+                               'latency': 0.3, 'task': 'pick'}) == [
+        '-p', 'autostart:=true', '-p', 'size:=[48, 64]', '-p', 'names:=[a, b]',
+        '-p', 'latency:=0.3', '-p', 'task:=pick']

@@ -65,7 +65,7 @@ class System:
             if spec.name in nodes:
                 self.procs[spec.name] = processes.console_script(
                     spec.executable, node_name=spec.name, params=str(CONFIG),
-                    ros_args=_param_args({**spec.overrides, **overrides[spec.name]}))
+                    ros_args=bringup.param_args({**spec.overrides, **overrides[spec.name]}))
 
     def state(self):
         return self.statuses[-1].state_name if self.statuses else ''
@@ -87,17 +87,6 @@ class System:
         request = SetParameters.Request(parameters=[Parameter(name=name, value=ParameterValue(
             type=ParameterType.PARAMETER_DOUBLE, double_value=value))])
         return self.spinner.call(client, request).results[0]
-
-
-def _param_args(values):
-    args = []
-    for name, value in values.items():
-        if isinstance(value, list):
-            value = '[' + ','.join(str(v) for v in value) + ']'
-        elif isinstance(value, bool):
-            value = str(value).lower()
-        args += ['-p', f'{name}:={value}']
-    return args
 
 
 @pytest.fixture

@@ -147,6 +147,23 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
             for s in specs]
 
 
+def parameter_text(value):
+    """Format a parameter value for ``-p name:=value`` (YAML, as the ROS CLI parses it)."""
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, (list, tuple)):
+        return '[' + ', '.join(parameter_text(v) for v in value) + ']'
+    return str(value)
+
+
+def param_args(values):
+    """Turn {name: value} into ``-p name:=value`` ROS arguments (what launch passes)."""
+    args = []
+    for name, value in values.items():
+        args += ['-p', f'{name}:={parameter_text(value)}']
+    return args
+
+
 def record_command(bag_dir, namespace=''):
     """Return the ``ros2 bag record`` command (MCAP) for the topics that describe a run."""
     prefix = namespace.rstrip('/') + '/' if namespace else '/'

@@ -45,9 +45,7 @@ def node_argv(lib_dir, node, extra):
             '-r', f'__node:={node.name}']
     if node.namespace:
         argv += ['-r', f'__ns:=/{node.namespace.strip("/")}']
-    for name, value in {**node.overrides, **extra.get(node.name, {})}.items():
-        argv += ['-p', f'{name}:={value}']
-    return argv
+    return argv + bringup.param_args({**node.overrides, **extra.get(node.name, {})})
 
 
 def main(argv=None):
@@ -83,8 +81,8 @@ def main(argv=None):
     from remote_inference_py.common import qos
 
     extra = {
-        'executor': {'autostart': 'true', 'chunk_merge': options.merge,
-                     'synchronous': str(options.synchronous).lower()},
+        'executor': {'autostart': True, 'chunk_merge': options.merge,
+                     'synchronous': options.synchronous},
         'policy_server': {'extra_latency_s': options.latency},
     }
     plan = bringup.plan(side='both', backend='sim', task=options.task, share_dir=share)

@@ -40,6 +40,7 @@ import subprocess
 import time
 from typing import Dict, List, Optional
 
+from remote_inference_py.bringup import param_args
 from remote_inference_py.evaluation.settings import (
     Configuration, EvalSettings, PolicyChoice)
 from remote_inference_py.evaluation.stats import EpisodeResult
@@ -56,15 +57,6 @@ def installed_lib_dir() -> pathlib.Path:
     """Return lib/remote_inference of the installed package (where the nodes' scripts are)."""
     from ament_index_python.packages import get_package_prefix
     return pathlib.Path(get_package_prefix('remote_inference')) / 'lib' / 'remote_inference'
-
-
-def parameter_text(value) -> str:
-    """Format a parameter value for ``-p name:=value`` (YAML, as ros2 run parses it)."""
-    if isinstance(value, bool):
-        return 'true' if value else 'false'
-    if isinstance(value, (list, tuple)):
-        return '[' + ', '.join(parameter_text(v) for v in value) + ']'
-    return str(value)
 
 
 def episode_overrides(settings: EvalSettings, policy: PolicyChoice,
@@ -86,9 +78,7 @@ def node_argv(executable: List[str], node: str, params_file: str,
     """Return the command line of one node, as ``ros2 run`` with a params file builds it."""
     argv = list(executable) + ['--ros-args', '--params-file', params_file,
                                '-r', f'__node:={node}']
-    for name, value in overrides.items():
-        argv += ['-p', f'{name}:={parameter_text(value)}']
-    return argv
+    return argv + param_args(overrides)
 
 
 class RealTimeRunner:
