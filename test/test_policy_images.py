@@ -50,6 +50,17 @@ def raw(array, encoding, step=None, bigendian=False):
     return RawImage(encoding, height, width, step or row, data, bigendian)
 
 
+def test_uint8_model_input_is_laid_out_and_resized_but_not_scaled():
+    out = to_model_input(raw(RGB, 'rgb8'), feature(model_dtype='uint8'))
+    assert out.dtype == np.uint8 and out.flags.c_contiguous
+    assert np.array_equal(out, RGB.transpose(2, 0, 1))
+    hwc = to_model_input(raw(RGB[:, :, ::-1].copy(), 'bgr8'),
+                         feature(model_dtype='uint8', layout='hwc'), rotate_180=True)
+    assert np.array_equal(hwc, RGB[::-1, ::-1])
+    small = to_model_input(raw(RGB, 'rgb8'), feature(model_dtype='uint8', model_shape=[3, 1, 1]))
+    assert small.dtype == np.uint8 and small.shape == (3, 1, 1)
+
+
 def test_rgb8_becomes_chw_float_in_unit_range():
     out = to_model_input(raw(RGB, 'rgb8'), feature())
     assert out.dtype == np.float32 and out.shape == (3, 2, 3)

@@ -112,6 +112,10 @@ def test_manifest_lookup_names_the_candidates(tmp_path):
     (['features', 1, 'depth_range_m'], [0.1, 2.0], 'depth_range_m applies to depth'),
     (['features', 1, 'normalization', 'mean'], [0.5, 0.4], 'does not broadcast'),
     (['features', 1, 'history'], 0, 'history must be an integer >= 1'),
+    (['features', 1, 'model_dtype'], 'float16', "model_dtype 'float16' is not one of float32, "
+                                                'uint8 (rgb features only)'),
+    (['features', 1, 'model_dtype'], 'uint8', 'a model_dtype uint8 input is not normalized by '
+                                              'the server'),
 ])
 def test_invalid_manifests_are_named(path, value, message):
     with pytest.raises(ManifestError) as error:
@@ -120,6 +124,21 @@ def test_invalid_manifests_are_named(path, value, message):
     assert str(error.value).startswith('manifest x.json: ')
     if path[0] == 'features':
         assert 'features[' in str(error.value)
+
+
+def test_uint8_model_input_is_an_rgb_option_kept_by_the_manifest(tmp_path):
+    data = with_changes(['features', 1, 'normalization'], None)
+    data['features'][1]['model_dtype'] = 'uint8'
+    spec = spec_from_dict(data)
+    assert spec.features[1].model_dtype == 'uint8' and spec.features[0].model_dtype == 'float32'
+    assert load_manifest(save_manifest(spec, tmp_path / 'm.json')).features[1].model_dtype == \
+        'uint8'
+    assert 'model_dtype' not in spec_from_dict(MANIFEST).features[1].to_dict()
+    depth = {'name': 'observation.images.depth', 'kind': 'depth', 'shape': [4, 4, 1],
+             'model_dtype': 'uint8'}
+    data['features'].append(depth)
+    with pytest.raises(ManifestError, match="model_dtype 'uint8' is not one of"):
+        spec_from_dict(data)
 
 
 def test_duplicate_feature_is_refused():

@@ -220,7 +220,7 @@ def _resize(array: np.ndarray, size: Tuple[int, int], depth: bool) -> np.ndarray
 def to_model_input(image: Any, feature: FeatureSpec, rotate_180: bool = False,
                    encoding: Optional[str] = None, normalize: bool = False) -> np.ndarray:
     """
-    Convert one decoded or encoded frame to the float32 array the model takes.
+    Convert one decoded or encoded frame to the array the model takes (float32, or uint8).
 
     ``image`` is a :class:`RawImage`, a :class:`CompressedImage` or an already decoded
     ``(height, width, channels)`` array (``encoding`` then says whether uint16 depth is in
@@ -251,6 +251,9 @@ def to_model_input(image: Any, feature: FeatureSpec, rotate_180: bool = False,
         array = np.repeat(array, 3, axis=2)   # mono camera feeding a colour feature
     if array.shape[:2] != feature.model_size:
         array = _resize(array, feature.model_size, depth)
+    if feature.model_dtype == 'uint8':   # the model scales and normalizes itself
+        return np.ascontiguousarray(array.transpose(2, 0, 1) if feature.layout == 'chw'
+                                    else array)
     scale, offset = (feature.normalization.affine() if normalize
                      else (np.float32(1.0), np.float32(0.0)))
     if depth:

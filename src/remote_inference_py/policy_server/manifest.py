@@ -42,6 +42,7 @@ A manifest is a small JSON or YAML file (``model.pt2`` + ``model.json``; see
         dtype: uint8
         model_shape: [3, 96, 96]         # tensor per sample; default [3, 480, 640]
         layout: chw                      # chw (default) or hwc
+        model_dtype: float32             # float32 in [0, 1] (default), or uint8 as received
         history: 1                       # frames per sample (n_obs_steps); > 1 stacks them
       - name: observation.images.wrist_depth
         kind: depth
@@ -52,8 +53,11 @@ A manifest is a small JSON or YAML file (``model.pt2`` + ``model.json``; see
 The model is called as ``model(*inputs)`` with one float32 tensor per feature, in the order of
 ``features``: ``[batch, *model_shape]``, or ``[batch, history, *model_shape]`` when
 ``history > 1``. Images arrive scaled to [0, 1] (depth in metres, clamped), then normalized
-as declared. It returns ``[batch, chunk_length, len(action.names)]`` (a tuple or dict output
-uses its first value or ``'action'``), in normalized policy units; the server unnormalizes
+as declared; an rgb feature with ``model_dtype: uint8`` arrives as uint8 0-255 instead, resized
+and laid out but neither scaled nor normalized (for a model that normalizes on its device: a
+quarter of the bytes to copy there, and no conversion pass on the server). It returns
+``[batch, chunk_length, len(action.names)]`` (a tuple or dict output uses its first value or
+``'action'``), in normalized policy units; the server unnormalizes
 and converts to SI radians with the semantics registry. Normalization modes follow LeRobot:
 ``mean_std``: ``(x - mean) / (std + 1e-8)``; ``min_max``: ``(x - min) / (max - min + 1e-8) * 2
 - 1``; ``identity``. Statistics broadcast against one sample (e.g. ``[3, 1, 1]`` per channel).
@@ -76,6 +80,7 @@ FORMAT_VERSION = 1
 KINDS = ('state', 'rgb', 'depth', 'privileged')
 NORMALIZATION_MODES = ('identity', 'mean_std', 'min_max')
 LAYOUTS = ('chw', 'hwc')
+MODEL_DTYPES = ('float32', 'uint8')
 PRIVILEGED_MESSAGES = ('std_msgs/Float64MultiArray', 'geometry_msgs/PoseStamped')
 JOINT_SUFFIX = '.pos'
 EPSILON = 1e-8
@@ -194,6 +199,7 @@ class FeatureSpec:
     semantics: str = ''
     model_shape: Tuple[int, ...] = ()
     layout: str = 'chw'
+    model_dtype: str = 'float32'
     history: int = 1
     normalization: Normalization = Normalization()
     depth_range_m: Optional[Tuple[float, float]] = None
@@ -243,6 +249,8 @@ class FeatureSpec:
         if self.is_image:
             out['model_shape'] = list(self.model_shape)
             out['layout'] = self.layout
+        if self.model_dtype != 'float32':
+            out['model_dtype'] = self.model_dtype
         if self.history != 1:
             out['history'] = self.history
         if self.normalization.mode != 'identity':
@@ -352,6 +360,7 @@ def _feature_from_dict(data: Any, index: int, semantics: str) -> FeatureSpec:
     feature_semantics = ''
     model_shape: Tuple[int, ...] = shape
     layout = 'chw'
+    model_dtype = 'float32'
     depth_range = None
     message = ''
     if kind in ('state', 'privileged'):
@@ -402,6 +411,13 @@ def _feature_from_dict(data: Any, index: int, semantics: str) -> FeatureSpec:
             raise ManifestError(f'{where}: model_shape {list(model_shape)} must be '
                                 f'[{channels}, height, width] ({layout}) with the channels '
                                 f'of shape {list(shape)}')
+        model_dtype = str(data.get('model_dtype', 'float32'))
+        if model_dtype not in MODEL_DTYPES or (model_dtype == 'uint8' and kind != 'rgb'):
+            raise ManifestError(f'{where}: model_dtype {model_dtype!r} is not one of float32, '
+                                'uint8 (rgb features only)')
+        if model_dtype == 'uint8' and 'normalization' in data:
+            raise ManifestError(f'{where}: a model_dtype uint8 input is not normalized by the '
+                                'server (the model does it); remove its normalization')
         if 'depth_range_m' in data:
             if kind != 'depth':
                 raise ManifestError(f'{where}: depth_range_m applies to depth features only')
@@ -418,7 +434,7 @@ def _feature_from_dict(data: Any, index: int, semantics: str) -> FeatureSpec:
     normalization = Normalization.from_dict(data.get('normalization'), where)
     feature = FeatureSpec(name=name, kind=kind, shape=shape, dtype=dtype, names=names,
                           semantics=feature_semantics, model_shape=model_shape, layout=layout,
-                          history=history, normalization=normalization,
+                          model_dtype=model_dtype, history=history, normalization=normalization,
                           depth_range_m=depth_range, topic=str(data.get('topic', '')),
                           message=message)
     normalization.check_broadcast(feature.model_shape, where)

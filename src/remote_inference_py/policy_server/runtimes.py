@@ -16,9 +16,10 @@
 Policy runtimes behind one small interface, and the start-up checks every runtime passes.
 
 A :class:`PolicyRuntime` has a :class:`~.manifest.PolicySpec` and one method,
-``infer(inputs, tasks)``: float32 model inputs by feature name, each with a leading batch
-dimension, and one task string per batch row; it returns ``[batch, steps, actions]`` in
-normalized policy units (the server unnormalizes and converts to SI). Runtimes:
+``infer(inputs, tasks)``: float32 (or declared uint8) model inputs by feature name, each with
+a leading batch dimension, and one task string per batch row; it returns
+``[batch, steps, actions]`` in normalized policy units (the server unnormalizes and converts to
+SI). Runtimes:
 
 ==================  ======================================================================
 ``demo``            the built-in demo policy (:mod:`.demo_policy`): no files, no torch
@@ -312,8 +313,12 @@ def zero_inputs(spec: PolicySpec, batch: int) -> Dict[str, np.ndarray]:
     """Return model inputs of the declared shapes, all zero (mid-grey for images)."""
     inputs = {}
     for feature in spec.features:
+        shape = (batch,) + feature.input_shape
+        if feature.model_dtype == 'uint8':
+            inputs[feature.name] = np.full(shape, 128, dtype=np.uint8)
+            continue
         fill = 0.5 if feature.kind == 'rgb' else 0.0
-        raw = np.full((batch,) + feature.input_shape, fill, dtype=np.float32)
+        raw = np.full(shape, fill, dtype=np.float32)
         inputs[feature.name] = np.ascontiguousarray(
             feature.normalization.normalize(raw), dtype=np.float32)
     return inputs
