@@ -278,6 +278,14 @@ def test_torchscript_policy_matches_the_reference_computation(processes, ros, tm
     expected = models.expected_chunk(model, pose, frame, steps=12)
     assert np.allclose(np.asarray(chunk.positions).reshape(12, 6), expected, atol=2e-4)
 
+    # Images are read from their serialized bytes: malformed ones are named and dropped.
+    robot.image_pub.publish(b'\x00\x01\x00\x00\x07\x00\x00\x00\x01')
+    server.wait_for_output(r'rejected observation.images.front sample \[message\]: malformed '
+                           r'Image: header\.[a-z_.]+( length)?: needs 4 byte\(s\) at offset '
+                           r'\d+, the message has (9|12)', 10, spinner)  # DDS may pad to 12
+    robot.request(session, 2)
+    assert robot.answer(2).error == ''
+
 
 def test_two_namespaced_robots_batched_on_a_pt2_policy(processes, ros, tmp_path):
     node, spinner = ros

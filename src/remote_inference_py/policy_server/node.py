@@ -69,6 +69,7 @@ from rclpy.duration import Duration
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.serialization import deserialize_message
 from rclpy.time import Time
 from remote_inference.msg import ActionChunk, InferenceRequest, ObservationFeature
 from remote_inference.srv import Admit, GetCapabilities
@@ -77,14 +78,14 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
 from remote_inference_py import PROTOCOL_VERSION
-from remote_inference_py.common import qos
+from remote_inference_py.common import image_cdr, qos
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import descriptor as make_descriptor
 from remote_inference_py.hardware.calibration import Calibration
 from remote_inference_py.policy_server.admission import AdmitRequest, FeatureDeclaration
 from remote_inference_py.policy_server.core import (
     Answer, PolicyServerCore, Request, ServerSettings)
-from remote_inference_py.policy_server.images import CompressedImage, RawImage
+from remote_inference_py.policy_server.images import CompressedImage, InputError, RawImage
 from remote_inference_py.policy_server.runtimes import (
     load_runtime, RuntimeLoadError, RuntimeOptions, warm_up)
 
@@ -333,10 +334,10 @@ class PolicyServerNode(Node):
                 self.create_subscription(
                     CompressedImageMsg, full,
                     lambda msg, r=robot, f=name: self.on_compressed(r, f, msg), qos.IMAGES)
-            elif feature.is_image:
+            elif feature.is_image:   # raw: the pixels stay in the received buffer
                 self.create_subscription(
-                    Image, full, lambda msg, r=robot, f=name: self.on_image(r, f, msg),
-                    qos.IMAGES)
+                    Image, full, lambda raw, r=robot, f=name: self.on_image(r, f, raw),
+                    qos.IMAGES, raw=True)
             elif feature.message == 'geometry_msgs/PoseStamped':
                 self.create_subscription(
                     PoseStamped, full, lambda msg, r=robot, f=name: self.on_pose(r, f, msg),
@@ -383,7 +384,7 @@ class PolicyServerNode(Node):
     # ---- inputs -------------------------------------------------------------------------
 
     def _stamp(self, robot, stream, stamp):
-        value = stamp_ns(stamp)
+        value = stamp if isinstance(stamp, int) else stamp_ns(stamp)
         if value == 0:
             if (robot, stream) not in self._zero_stamp_warned:
                 self._zero_stamp_warned.add((robot, stream))
@@ -405,12 +406,22 @@ class PolicyServerNode(Node):
             robot, self._stamp(robot, 'joint_states', msg.header.stamp), msg.name,
             msg.position))
 
-    def on_image(self, robot, feature, msg):
-        """Hand a raw image to the core (decoded only if a request uses it)."""
+    def on_image(self, robot, feature, raw):
+        """Hand an Image's serialized bytes to the core (pixels converted only when used)."""
+        if image_cdr.is_plain_cdr(raw):
+            try:
+                msg = image_cdr.decode_image(raw)
+            except image_cdr.CdrError as error:
+                self._rejected(robot, feature, InputError('message', f'malformed Image: {error}'))
+                return
+            stamp = msg.stamp_ns
+        else:   # another encapsulation (a foreign RMW's XCDR2): rclpy's own deserializer
+            msg = deserialize_message(raw, Image)
+            stamp = msg.header.stamp
         image = RawImage(msg.encoding, msg.height, msg.width, msg.step, msg.data,
                          bool(msg.is_bigendian))
         self._rejected(robot, feature, self.core.on_image(
-            robot, feature, self._stamp(robot, feature, msg.header.stamp), image))
+            robot, feature, self._stamp(robot, feature, stamp), image))
 
     def on_compressed(self, robot, feature, msg):
         """Hand a compressed image to the core."""
