@@ -27,12 +27,13 @@ Nodes used with :func:`run_node` provide ``finished``, ``exit_code``, ``request_
 and ``close()`` (release hardware; called exactly once, also after errors).
 """
 
+import os
 import signal
 import sys
 import threading
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from remote_inference_py.common.process import tune_allocator
@@ -42,21 +43,44 @@ class ConfigError(ValueError):
     """A parameter, config file or checkpoint is invalid; the message names it."""
 
 
-def run_node(node_factory, args=None, num_threads=1):
-    """
-    Create the node, spin it until it is finished, clean up; return the exit code.
+EXECUTOR_ENV = 'REMOTE_INFERENCE_EXECUTOR'
+EXECUTORS = ('events', 'single')
+SPIN_PERIOD_S = 0.1
 
-    ``num_threads=1`` (the default) uses rclpy's SingleThreadedExecutor. Measured with rclpy
-    9.1.2 on these machines: a 30 Hz timer beside a 100 Hz subscription and a few services
-    ran late by up to 1.5 s under the MultiThreadedExecutor (even in its own callback group),
-    and never by more than 5 ms under the SingleThreadedExecutor. So our nodes keep every
-    callback short and non-blocking, and run slow work (inference, bus I/O) in their own
-    worker threads instead of relying on the multi-threaded executor.
+
+def make_executor():
     """
+    Return the executor our nodes spin: rclpy's EventsExecutor, else the SingleThreadedExecutor.
+
+    One thread, always. Measured with rclpy 9.1.2 on these machines: a 30 Hz timer beside a
+    100 Hz subscription and a few services ran late by up to 1.5 s under the
+    MultiThreadedExecutor (even in its own callback group), and never by more than 5 ms under
+    the SingleThreadedExecutor. So our nodes keep every callback short and non-blocking, and
+    run slow work (inference, bus I/O) in their own worker threads. The EventsExecutor
+    (``rclpy.experimental``, rclpy >= 7.1.4 on Jazzy, Kilted) dispatches in C++ and takes
+    ~0.2 ms (a tenth) off an observation-to-chunk round trip (bench/results/transport.md);
+    ``REMOTE_INFERENCE_EXECUTOR=single`` selects the SingleThreadedExecutor instead, which is
+    also the fallback where rclpy has no EventsExecutor.
+    """
+    choice = os.environ.get(EXECUTOR_ENV, 'events')
+    if choice not in EXECUTORS:
+        raise ConfigError(f'{EXECUTOR_ENV}={choice!r} is not one of {", ".join(EXECUTORS)}')
+    if choice == 'events':
+        try:
+            from rclpy.experimental import EventsExecutor
+        except ImportError:
+            return SingleThreadedExecutor()
+        return EventsExecutor()
+    return SingleThreadedExecutor()
+
+
+def run_node(node_factory, args=None):
+    """Create the node, spin it until it is finished, clean up; return the exit code."""
     tune_allocator()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     signals = []
+    stop_spinning = threading.Event()
 
     def on_signal(signum, _frame):
         signals.append(signum)
@@ -69,17 +93,15 @@ def run_node(node_factory, args=None, num_threads=1):
     executor = None
     spinner = None
     try:
+        executor = make_executor()
         node = node_factory()
-        if num_threads == 1:
-            executor = SingleThreadedExecutor()
-        else:
-            executor = MultiThreadedExecutor(num_threads=num_threads)
         executor.add_node(node)
-        # spin() in a worker thread, so the main thread only waits and signal handlers run at
-        # once. (A loop of spin_once() on the MultiThreadedExecutor stalled timers for up to
-        # 2 s on these machines; see run_node's docstring.)
+        # Spin in a worker thread, so the main thread only waits and signal handlers run at
+        # once. A spin_once() loop: the EventsExecutor's spin() delivered nothing and burnt a
+        # core with these wheels (platform notes).
         failure = []
-        spinner = threading.Thread(target=_spin, args=(executor, failure), daemon=True)
+        spinner = threading.Thread(target=_spin, args=(executor, stop_spinning, failure),
+                                   daemon=True)
         spinner.start()
         while not node.finished and spinner.is_alive():
             spinner.join(timeout=0.05)
@@ -98,10 +120,11 @@ def run_node(node_factory, args=None, num_threads=1):
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        if executor is not None:
-            executor.shutdown(timeout_sec=2.0)
+        stop_spinning.set()
         if spinner is not None:
             spinner.join(timeout=5.0)
+        if executor is not None:
+            executor.shutdown(timeout_sec=2.0)
         if node is not None:
             try:
                 node.close()
@@ -111,9 +134,10 @@ def run_node(node_factory, args=None, num_threads=1):
     return exit_code
 
 
-def _spin(executor, failure):
-    """Spin until the executor is shut down; keep an exception for the main thread."""
+def _spin(executor, stop, failure):
+    """Spin until ``stop`` is set; keep an exception for the main thread."""
     try:
-        executor.spin()
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=SPIN_PERIOD_S)
     except Exception as error:  # noqa: B902 - reported and turned into an exit code
         failure.append(error)
