@@ -281,9 +281,12 @@ def test_torchscript_policy_matches_the_reference_computation(processes, ros, tm
 
     # Images are read from their serialized bytes: malformed ones are named and dropped.
     robot.image_pub.publish(b'\x00\x01\x00\x00\x07\x00\x00\x00\x01')
-    server.wait_for_output(r'rejected observation.images.front sample \[message\]: malformed '
-                           r'Image: header\.[a-z_.]+( length)?: needs 4 byte\(s\) at offset '
-                           r'\d+, the message has (9|12)', 10, spinner)  # DDS may pad to 12
+    server.wait_for_output(r'rejected observation.images.front sample \[malformed\]: '
+                           r'malformed Image: header\.[a-z_.]+( length)?: needs 4 byte\(s\) '
+                           r'at offset \d+, the message has (9|12)', 10, spinner)  # DDS pads
+    robot.image_pub.publish(b'\x00\x0b\x00\x00\xff\xff\xff\xff')   # not plain CDR: rclpy's turn
+    server.wait_for_output(r'rejected observation.images.front sample \[deserialize\]: '
+                           r'malformed Image: failed to deserialize', 10, spinner)
     robot.request(session, 2)
     assert robot.answer(2).error == ''
 
@@ -363,11 +366,11 @@ def test_the_executor_runs_on_the_policy_server(processes, ros):
     statuses = []
     node.create_subscription(ExecutorStatus, 'executor/status', statuses.append, qos.LATCHED)
     processes.peer('fake_arm.py', node_name='fake_arm', params={'log_commands': False})
-    # This executor spins rclpy's SingleThreadedExecutor (the fallback where rclpy has no
-    # EventsExecutor), the server the default EventsExecutor.
+    # The override: this executor node spins rclpy's EventsExecutor, not its default
+    # SingleThreadedExecutor (the server spins its default EventsExecutor).
     executor = processes.console_script('executor', node_name='executor', params={
         'deployment': 'so101', 'semantics': SO101, 'autostart': True, 'refill_seconds': 0.3},
-        env=dict(os.environ, REMOTE_INFERENCE_EXECUTOR='single'))
+        env=dict(os.environ, REMOTE_INFERENCE_EXECUTOR='events'))
     # The executor asks for admission as soon as it sees the server and reports the position
     # hold it knows of then: let it receive the arm's hardware/info first.
     executor.wait_for_output('executor up', 20, spinner)

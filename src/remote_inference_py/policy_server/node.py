@@ -408,16 +408,18 @@ class PolicyServerNode(Node):
 
     def on_image(self, robot, feature, raw):
         """Hand an Image's serialized bytes to the core (pixels converted only when used)."""
-        if image_cdr.is_plain_cdr(raw):
-            try:
+        plain = image_cdr.is_plain_cdr(raw)
+        try:
+            if plain:
                 msg = image_cdr.decode_image(raw)
-            except image_cdr.CdrError as error:
-                self._rejected(robot, feature, InputError('message', f'malformed Image: {error}'))
-                return
-            stamp = msg.stamp_ns
-        else:   # another encapsulation (a foreign RMW's XCDR2): rclpy's own deserializer
-            msg = deserialize_message(raw, Image)
-            stamp = msg.header.stamp
+                stamp = msg.stamp_ns
+            else:   # another encapsulation (a foreign RMW's XCDR2): rclpy's deserializer
+                msg = deserialize_message(raw, Image)
+                stamp = msg.header.stamp
+        except Exception as error:  # noqa: B902 - a bad message must not stop the server
+            code = 'malformed' if plain else 'deserialize'
+            self._rejected(robot, feature, InputError(code, f'malformed Image: {error}'))
+            return
         image = RawImage(msg.encoding, msg.height, msg.width, msg.step, msg.data,
                          bool(msg.is_bigendian))
         self._rejected(robot, feature, self.core.on_image(
