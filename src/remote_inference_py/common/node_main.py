@@ -48,21 +48,25 @@ EXECUTORS = ('events', 'single')
 SPIN_PERIOD_S = 0.1
 
 
-def make_executor():
+def make_executor(default='events'):
     """
-    Return the executor our nodes spin: rclpy's EventsExecutor, else the SingleThreadedExecutor.
+    Return the executor a node spins: rclpy's EventsExecutor or SingleThreadedExecutor.
 
     One thread, always. Measured with rclpy 9.1.2 on these machines: a 30 Hz timer beside a
     100 Hz subscription and a few services ran late by up to 1.5 s under the
     MultiThreadedExecutor (even in its own callback group), and never by more than 5 ms under
     the SingleThreadedExecutor. So our nodes keep every callback short and non-blocking, and
-    run slow work (inference, bus I/O) in their own worker threads. The EventsExecutor
-    (``rclpy.experimental``, rclpy >= 7.1.4 on Jazzy, Kilted) dispatches in C++ and takes
-    ~0.2 ms (a tenth) off an observation-to-chunk round trip (bench/results/transport.md);
-    ``REMOTE_INFERENCE_EXECUTOR=single`` selects the SingleThreadedExecutor instead, which is
-    also the fallback where rclpy has no EventsExecutor.
+    run slow work (inference, bus I/O) in their own worker threads.
+
+    ``default`` is the node's choice. The EventsExecutor (``rclpy.experimental``, rclpy >=
+    7.1.4 on Jazzy, Kilted) dispatches messages in C++: it took ~0.2 ms (a tenth) off an
+    observation-to-chunk round trip, so the policy server and the hardware interface use it.
+    Its timers fire less precisely (100 Hz tick period p99 +0.4 to +1.1 ms against +0.1 to
+    +0.4 ms, bench/results/executor.md), so the executor's control loop keeps the
+    SingleThreadedExecutor. ``REMOTE_INFERENCE_EXECUTOR=events|single`` overrides the choice
+    for every node; where rclpy has no EventsExecutor the SingleThreadedExecutor is used.
     """
-    choice = os.environ.get(EXECUTOR_ENV, 'events')
+    choice = os.environ.get(EXECUTOR_ENV, default)
     if choice not in EXECUTORS:
         raise ConfigError(f'{EXECUTOR_ENV}={choice!r} is not one of {", ".join(EXECUTORS)}')
     if choice == 'events':
@@ -74,8 +78,12 @@ def make_executor():
     return SingleThreadedExecutor()
 
 
-def run_node(node_factory, args=None):
-    """Create the node, spin it until it is finished, clean up; return the exit code."""
+def run_node(node_factory, args=None, executor='events'):
+    """
+    Create the node, spin it until it is finished, clean up; return the exit code.
+
+    ``executor`` is the node's default for :func:`make_executor` ('events' or 'single').
+    """
     tune_allocator()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
@@ -90,17 +98,17 @@ def run_node(node_factory, args=None):
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     exit_code = 0
-    executor = None
+    spinning = None
     spinner = None
     try:
-        executor = make_executor()
+        spinning = make_executor(executor)
         node = node_factory()
-        executor.add_node(node)
+        spinning.add_node(node)
         # Spin in a worker thread, so the main thread only waits and signal handlers run at
-        # once. A spin_once() loop: the EventsExecutor's spin() delivered nothing and burnt a
-        # core with these wheels (platform notes).
+        # once. The EventsExecutor in a spin_once() loop: its spin() delivered nothing and
+        # burnt a core with these wheels (platform notes).
         failure = []
-        spinner = threading.Thread(target=_spin, args=(executor, stop_spinning, failure),
+        spinner = threading.Thread(target=_spin, args=(spinning, stop_spinning, failure),
                                    daemon=True)
         spinner.start()
         while not node.finished and spinner.is_alive():
@@ -121,10 +129,13 @@ def run_node(node_factory, args=None):
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         stop_spinning.set()
+        looping = not isinstance(spinning, SingleThreadedExecutor)
+        if spinning is not None and not looping:
+            spinning.shutdown(timeout_sec=2.0)   # returns from spin()
         if spinner is not None:
             spinner.join(timeout=5.0)
-        if executor is not None:
-            executor.shutdown(timeout_sec=2.0)
+        if spinning is not None and looping:
+            spinning.shutdown(timeout_sec=2.0)   # after its last spin_once()
         if node is not None:
             try:
                 node.close()
@@ -135,8 +146,11 @@ def run_node(node_factory, args=None):
 
 
 def _spin(executor, stop, failure):
-    """Spin until ``stop`` is set; keep an exception for the main thread."""
+    """Spin until shut down or ``stop`` is set; keep an exception for the main thread."""
     try:
+        if isinstance(executor, SingleThreadedExecutor):
+            executor.spin()
+            return
         while not stop.is_set() and rclpy.ok():
             executor.spin_once(timeout_sec=SPIN_PERIOD_S)
     except Exception as error:  # noqa: B902 - reported and turned into an exit code
