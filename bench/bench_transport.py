@@ -20,17 +20,26 @@ float32 chunk from a zero-cost policy. Server and client run in separate process
 127.0.0.1 only, back to back and paced at 30 Hz, each transport under two allocator settings:
 
 - ours: the product's ``policy_server`` node (``policy_type: python``, the zero-cost policy of
-  ``bench/transport_policy.py``, ``extra_latency_s: 0``) and a client node publishing
-  ``sensor_msgs/Image`` + ``JointState`` + ``InferenceRequest`` and receiving
-  ``ActionChunk`` (``bench/transport_ros.py``), Fast DDS with ``config/fastdds_shm.xml``,
-  ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and a domain id of its own;
+  ``bench/transport_policy.py``, ``extra_latency_s: 0``) and a client node that sends an
+  ``InferenceRequest`` ahead, then publishes ``JointState`` + ``sensor_msgs/Image`` and receives
+  the ``ActionChunk`` (``bench/transport_ros.py``; the executor always asks before the
+  observation it is answered with is captured, so the round trip runs from the observation's
+  publication to the chunk), Fast DDS with ``config/fastdds_shm.xml``,
+  ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and a domain id of its own; each spins the rclpy
+  executor of the node it is or stands for (``make_executor``: the server the EventsExecutor,
+  the client the SingleThreadedExecutor like the executor node);
+- ours with the request published together with the observation: a worst case the product
+  does not produce, for comparison;
 - gRPC + pickle as LeRobot's async inference ships it (``bench/transport_grpc.py``);
 - Zenoh + msgpack with shared memory on and off (``bench/transport_zenoh.py``);
-- a reference, not the product: the same client against a bare rclpy server with the same
-  topics, types and QoS that answers from its callbacks (the floor of rclpy + Fast DDS).
+- references, not the product: the same client against a bare rclpy server written the usual
+  way (deserialized messages, SingleThreadedExecutor) with the same topics, types and QoS,
+  answering from its callbacks; and the same without any image (request + joints only: the
+  round trip of two small messages, the floor of rclpy + Fast DDS on the machine).
 
-The ROS server's chunks carry its own timings, so the tables also split our round trip into
-server work (the image conversion for the model, here a 640x480 -> 48x64 resize) and the rest.
+The zero-cost policy takes the frame as it arrives (``model_dtype: uint8``, native size), like
+the gRPC and Zenoh servers, which only unpack it. The ROS server's chunks carry its own
+timings, so the tables also split our round trip into server work and the rest.
 
 Allocator: ``default`` is glibc's (``REMOTE_INFERENCE_TUNE_MALLOC=0`` so our nodes keep it too);
 ``tuned`` is ``MALLOC_MMAP_THRESHOLD_=4194304 MALLOC_TRIM_THRESHOLD_=268435456`` in the
@@ -73,14 +82,19 @@ MODES = ('b2b', 'paced')
 # key: (label, kind, zenoh shared memory)
 TRANSPORTS = {
     'ours': ('ours: ROS 2 policy_server, Fast DDS SHM profile', 'ros', False),
+    'ours_together': ('ours, request published with the observation (not what the executor '
+                      'does)', 'ros', False),
     'grpc': ('gRPC + pickle, 2 MB pieces (LeRobot)', 'grpc', False),
     'zenoh_shm': ('Zenoh + msgpack, shared memory on', 'zenoh', True),
     'zenoh': ('Zenoh + msgpack, shared memory off', 'zenoh', False),
     'ros_floor': ('reference: bare rclpy server, same messages + QoS (not the product)',
                   'ros_minimal', False),
+    'ros_tiny': ('reference: bare rclpy server, request + joints only, no image (small-message '
+                 'floor)', 'ros_minimal', False),
 }
-SHORT = {'ours': 'ours', 'grpc': 'gRPC', 'zenoh_shm': 'Zenoh SHM', 'zenoh': 'Zenoh',
-         'ros_floor': 'rclpy ref.'}
+SHORT = {'ours': 'ours', 'ours_together': 'ours, req.\nwith obs.', 'grpc': 'gRPC',
+         'zenoh_shm': 'Zenoh SHM', 'zenoh': 'Zenoh', 'ros_floor': 'rclpy ref.',
+         'ros_tiny': 'rclpy ref.\nno image'}
 SERVER_PARAMS = {
     'policy_type': 'python', 'checkpoint': 'transport_policy:zero_cost_policy',
     'semantics': 'si-radians-v1', 'extra_latency_s': 0.0,
@@ -121,6 +135,7 @@ class Pair:
         self.log_dir = log_dir
         self.env = cell_env(self.kind, allocator, domain_id)
         self.port = free_port()
+        self.extra_args = ['--no-image'] if key == 'ros_tiny' else []
         self.server = None
         self.client = None
         self.lines = queue.Queue()
@@ -131,11 +146,12 @@ class Pair:
         if self.kind == 'ros':
             self.server = NodeProcess.console_script(
                 'policy_server', self.log_dir, params=SERVER_PARAMS,
-                node_name=f'policy_server_{self.allocator}', env=self.env)
+                node_name=f'policy_server_{self.key}_{self.allocator}', env=self.env)
             self.server_ready = 'Policy server ready'
         else:
             args = [sys.executable, str(BENCH / 'transport_peer.py'), self.kind, 'server',
-                    '--port', str(self.port)] + (['--shm'] if self.shm else [])
+                    '--port', str(self.port)] + (['--shm'] if self.shm else []) + \
+                self.extra_args
             self.server = NodeProcess(args, self.log_dir / f'{self.name}.server.log',
                                       env=self.env)
             self.server_ready = 'server ready'
@@ -148,6 +164,9 @@ class Pair:
                 '--port', str(self.port), '--server-pid', str(self.server.pid)]
         if self.shm:
             args.append('--shm')
+        if self.key == 'ours_together':
+            args.append('--together')
+        args += self.extra_args
         self.client_log = open(self.log_dir / f'{self.name}.client.log', 'wb')
         self.client = subprocess.Popen(
             args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.client_log,
@@ -271,7 +290,9 @@ def tables(stats, options, elapsed):
               '| comparison | b2b p50 | 30 Hz p50 | 30 Hz p99 | target | met |',
               '|---|---|---|---|---|---|']
     rows = [('ours as shipped / gRPC + pickle, default malloc (as LeRobot ships it)',
-             ('ours', 'tuned'), ('grpc', 'default'), 1 / 3, '<= 0.33 (30 Hz p50)')]
+             ('ours', 'tuned'), ('grpc', 'default'), 1 / 3, '<= 0.33 (30 Hz p50)'),
+            ('ours as shipped, request published with the observation / gRPC + pickle, '
+             'default malloc', ('ours_together', 'tuned'), ('grpc', 'default'), None, '')]
     for allocator in ALLOCATORS:
         for key in ('zenoh_shm', 'zenoh'):
             rows.append((f'ours / {TRANSPORTS[key][0]}, both {allocator} malloc',
@@ -282,6 +303,10 @@ def tables(stats, options, elapsed):
     for allocator in ALLOCATORS:
         rows.append((f'ours / bare rclpy reference server, both {allocator} malloc',
                      ('ours', allocator), ('ros_floor', allocator), None, ''))
+    rows.append(('rclpy small-message floor (no image), tuned / gRPC + pickle, default malloc',
+                 ('ros_tiny', 'tuned'), ('grpc', 'default'), None, ''))
+    rows.append(('ours as shipped / rclpy small-message floor (no image), tuned',
+                 ('ours', 'tuned'), ('ros_tiny', 'tuned'), None, ''))
     for text, ours, other, target, target_text in rows:
         if ours[0] not in present or other[0] not in present:
             continue
@@ -309,7 +334,8 @@ def tables(stats, options, elapsed):
                      f'{ratio(t["paced"]["p50"], d["paced"]["p50"]):.2f} | '
                      f'{per_rt[0]:.0f} -> {per_rt[1]:.0f} |')
     lines += ['', '## Ours: where the time goes (server timings carried by each ActionChunk)', '',
-              '| allocator | mode | round trip p50 | request to worker start p50 | '
+              '| allocator | mode | round trip p50 | request to worker start p50 (the request '
+              'waits for its observation) | '
               'preprocess + inference + postprocess p50 | of which preprocess p50 | '
               'round trip minus server work |', '|---|---|---|---|---|---|---|']
     for allocator in ALLOCATORS if 'ours' in present else ():
@@ -327,14 +353,16 @@ def tables(stats, options, elapsed):
     if errors:
         lines += ['', 'Failed round trips by reason: ' + json.dumps(errors)]
     lines += ['', 'Notes: ours = the installed policy_server node with the zero-cost policy of '
-              'bench/transport_policy.py (its server work is converting the frame to the '
-              "model's 3x48x64 input; the chunk reports it); the client node calls "
-              'tune_allocator() like every node of ours. gRPC: two RPCs per round trip '
-              '(SendObservations streamed, GetActions), actions pickled as numpy (LeRobot '
-              'pickles torch tensors, which costs more). Zenoh: query/reply, the server '
-              'replies from a direct callback; shared memory on = explicit ShmProvider '
-              'buffer for the observation. The rclpy reference answers from its subscription '
-              'callbacks: the floor of rclpy + Fast DDS for these messages.',
+              'bench/transport_policy.py (it takes the frame as received: model_dtype uint8, '
+              'native size); the client sends the request ahead of the observation like the '
+              'executor, calls tune_allocator() and spins the SingleThreadedExecutor like the '
+              'executor node; its round trip runs from publishing the observation to the chunk. '
+              'gRPC: two RPCs per round trip (SendObservations streamed, GetActions), '
+              'actions pickled as numpy (LeRobot pickles torch tensors, which costs more). '
+              'Zenoh: query/reply, the server replies from a direct callback; shared memory '
+              'on = explicit ShmProvider buffer for the observation. The rclpy references '
+              'answer from their subscription callbacks, written the usual way (deserialized '
+              'messages, SingleThreadedExecutor).',
               '', f'Whole run: {elapsed:.0f} s.']
     return '\n'.join(lines)
 

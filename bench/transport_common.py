@@ -90,6 +90,7 @@ def run_block(client, mode, count, warmup, server_pid):
 
     for _ in range(warmup):
         wait_turn()
+        client.prepare()
         client.roundtrip()
     client.reset_stats()
     samples = []
@@ -98,6 +99,7 @@ def run_block(client, mode, count, warmup, server_pid):
     server_faults = process_minor_faults(server_pid)
     for _ in range(count):
         wait_turn()
+        client.prepare()
         began = time.perf_counter()
         ok = client.roundtrip()
         elapsed = time.perf_counter() - began
@@ -116,6 +118,9 @@ def run_block(client, mode, count, warmup, server_pid):
 
 class Client:
     """Base class of the benchmark clients: ``roundtrip()`` returns True on success."""
+
+    def prepare(self):
+        """Do what precedes the measured round trip (ROS: send the request ahead)."""
 
     def roundtrip(self):
         raise NotImplementedError
@@ -152,6 +157,7 @@ def connect_with_retries(client, timeout=30.0):
     """Round-trip until one succeeds (discovery, connection set-up); raise after timeout."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        client.prepare()
         if client.roundtrip():
             return
         time.sleep(0.05)

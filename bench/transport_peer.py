@@ -15,12 +15,14 @@
 """
 Entry point of the transport benchmark's server and client processes.
 
-``python bench/transport_peer.py <grpc|zenoh|ros_minimal> server [--port P] [--shm]`` serves;
+``python bench/transport_peer.py <grpc|zenoh|ros_minimal> server [--port P] [--shm]
+[--no-image]`` serves;
 ``python bench/transport_peer.py <grpc|zenoh|ros|ros_minimal> client --server-pid PID [--port P]
-[--shm]`` connects, then obeys commands on stdin (see :mod:`transport_common`). The server of
-``ros`` is the product's ``policy_server`` node, started by ``bench_transport.py`` itself;
-``ros_minimal server`` is the bare rclpy reference server of :mod:`transport_ros`. Every process
-binds or connects to 127.0.0.1 only.
+[--shm] [--together] [--no-image]`` connects, then obeys commands on stdin (see
+:mod:`transport_common`).
+The server of ``ros`` is the product's ``policy_server`` node, started by ``bench_transport.py``
+itself; ``ros_minimal server`` is the bare rclpy reference server of :mod:`transport_ros`.
+Every process binds or connects to 127.0.0.1 only.
 """
 
 import argparse
@@ -36,6 +38,10 @@ def main(argv=None):
     parser.add_argument('--port', type=int, default=0)
     parser.add_argument('--shm', action='store_true', help='zenoh: shared memory on')
     parser.add_argument('--server-pid', type=int, default=0)
+    parser.add_argument('--together', action='store_true',
+                        help='ros: publish the request with the observation, not ahead of it')
+    parser.add_argument('--no-image', action='store_true',
+                        help='ros_minimal: joints only, no camera frame (small-message floor)')
     options = parser.parse_args(argv)
     if options.role == 'server':
         if options.transport == 'grpc':
@@ -46,7 +52,7 @@ def main(argv=None):
             transport_zenoh.serve(options.port, options.shm)
         elif options.transport == 'ros_minimal':
             import transport_ros
-            transport_ros.serve_minimal()
+            transport_ros.serve_minimal(image=not options.no_image)
         else:
             sys.exit('the ROS server is the policy_server node, started by bench_transport.py')
         return
@@ -58,7 +64,9 @@ def main(argv=None):
         client = transport_zenoh.ZenohClient(options.port, options.shm)
     else:
         import transport_ros
-        client = transport_ros.RosClient(admit=options.transport == 'ros')
+        client = transport_ros.RosClient(admit=options.transport == 'ros',
+                                         together=options.together,
+                                         image=not options.no_image)
     connect_with_retries(client)
     serve_commands(client, options.server_pid)
 

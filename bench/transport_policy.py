@@ -18,9 +18,10 @@ A zero-cost policy for the transport benchmark, loaded by the real ``policy_serv
 Start the server with ``policy_type: python`` and ``checkpoint:
 transport_policy:zero_cost_policy`` (with ``bench/`` on ``PYTHONPATH``). The policy declares
 what the benchmark's client publishes (``observation.state``: six SO-101 joints in SI radians;
-``observation.images.front``: 480x640 rgb8, looked at as a 3x48x64 tensor) and returns one
-constant 50 x 6 chunk without computing anything, so a round trip measures the message path:
-transport, the server's observation handling and its worker thread.
+``observation.images.front``: 480x640 rgb8, taken as it arrives: ``model_dtype: uint8``,
+``layout: hwc``, no resize, like the other transports' servers, which only unpack the frame)
+and returns one constant 50 x 6 chunk without computing anything, so a round trip measures the
+message path: transport, the server's observation handling and its worker thread.
 """
 
 import numpy as np
@@ -33,7 +34,6 @@ SEMANTICS = 'si-radians-v1'
 FPS = 30.0
 CHUNK_LENGTH = 50
 IMAGE_SHAPE = (480, 640, 3)
-MODEL_SHAPE = (3, 48, 64)
 NAMES = tuple(f'{joint}.pos' for joint in SO101_JOINT_NAMES)
 
 
@@ -52,7 +52,7 @@ class ZeroCostRuntime(PolicyRuntime):
                 {'name': 'observation.state', 'kind': 'state', 'shape': [len(NAMES)],
                  'dtype': 'float32', 'names': list(NAMES)},
                 {'name': 'observation.images.front', 'kind': 'rgb', 'shape': list(IMAGE_SHAPE),
-                 'dtype': 'uint8', 'model_shape': list(MODEL_SHAPE)},
+                 'dtype': 'uint8', 'layout': 'hwc', 'model_dtype': 'uint8'},
             ]}, 'zero-cost benchmark policy')
         super().__init__(spec, 'cpu', 'zero-cost benchmark policy')
         steps = np.linspace(0.0, 0.1, CHUNK_LENGTH, dtype=np.float32)[:, None]

@@ -15,21 +15,31 @@
 """
 Our ROS 2 path, client side: what the robot computer sends the policy server and gets back.
 
-Per round trip, as the product's nodes do it: a ``sensor_msgs/Image`` (rgb8, built like the
-hardware interface's camera frames) on ``cameras/front/image_raw`` (qos.IMAGES), a
-``sensor_msgs/JointState`` on ``joint_states`` (qos.JOINT_STATES) and a
-``remote_inference/InferenceRequest`` on ``policy/request`` (qos.COMMANDS) whose earliest
-capture stamp is the stamp of that frame, so the server must use exactly this observation; the
-round trip ends when the matching ``remote_inference/ActionChunk`` arrives on ``policy/chunk``
-(qos.CHUNKS) and its positions are a numpy array. The client is admitted first through
-``policy/get_capabilities`` and ``policy/admit`` like the executor. It calls
-``tune_allocator()`` first, as every node of ours does (``REMOTE_INFERENCE_TUNE_MALLOC=0``
-turns that off for the default-malloc cells).
+Per round trip, as the product's nodes do it: a ``remote_inference/InferenceRequest`` on
+``policy/request`` (qos.COMMANDS) whose earliest capture stamp is "now", then a
+``sensor_msgs/JointState`` on ``joint_states`` (qos.JOINT_STATES) and a ``sensor_msgs/Image``
+(rgb8, serialized by the hardware interface's own ``image_cdr.encode_image``) on
+``cameras/front/image_raw`` (qos.IMAGES) captured after it, so the server must use exactly this
+observation (joints first: on a robot they stream at 100 Hz, the frame completes the
+observation); the round trip ends when the matching ``remote_inference/ActionChunk`` arrives
+on ``policy/chunk`` (qos.CHUNKS) and its positions are a numpy array.
 
-:func:`serve_minimal` is a reference point, not the product: a bare rclpy node with the same
-topics, message types and QoS that answers from inside its subscription callbacks (no worker
-thread, no observation buffers, no preprocessing): the floor of rclpy + Fast DDS for this
-exchange.
+The executor always asks before the observation it is answered with exists (the server waits
+for the first frame captured after the request), so the measured round trip starts when the
+observation is published, with the request sent ``REQUEST_LEAD_S`` earlier
+(:meth:`RosClient.prepare`; on a robot the lead is 0-33 ms at 30 Hz). With ``together=True``
+the request is published with the observation instead and the round trip includes it: a worst
+case the product does not produce, reported for comparison. The client is admitted first
+through ``policy/get_capabilities`` and ``policy/admit`` like the executor, calls
+``tune_allocator()`` first and spins ``make_executor('single')``, as the executor node does
+(``REMOTE_INFERENCE_TUNE_MALLOC=0`` turns the allocator tuning off for the default-malloc
+cells).
+
+:func:`serve_minimal` is a reference point, not the product: a bare rclpy node written the
+usual way (deserialized messages, SingleThreadedExecutor) with the same topics, message types
+and QoS that answers from inside its subscription callbacks (no worker thread, no observation
+buffers, no preprocessing). With ``image=False`` on both sides no frame travels at all: the
+round trip of two small messages, the floor of rclpy + Fast DDS on the machine.
 """
 
 import array
@@ -40,27 +50,32 @@ import numpy as np
 from transport_common import Client, constant_chunk, JOINTS, make_frame, make_joints
 
 ANSWER_TIMEOUT_S = 1.0
+REQUEST_LEAD_S = 0.005
 
 
 class RosClient(Client):
     """A client node on the real message path of the product."""
 
-    def __init__(self, admit=True, timeout=30.0):
+    def __init__(self, admit=True, together=False, image=True, timeout=30.0):
+        from remote_inference_py.common.image_cdr import encode_image
         from remote_inference_py.common.process import tune_allocator
         tune_allocator()
         import rclpy
-        from rclpy.executors import SingleThreadedExecutor
         from remote_inference.msg import ActionChunk, InferenceRequest
         from remote_inference.srv import Admit, GetCapabilities
         from sensor_msgs.msg import Image, JointState
 
         from remote_inference_py.common import qos
+        from remote_inference_py.common.node_main import make_executor
 
         self.rclpy = rclpy
-        self.Image, self.JointState, self.InferenceRequest = Image, JointState, InferenceRequest
+        self.encode_image = encode_image
+        self.together = together
+        self.image = image
+        self.JointState, self.InferenceRequest = JointState, InferenceRequest
         rclpy.init()
         self.node = rclpy.create_node('transport_bench_client')
-        self.executor = SingleThreadedExecutor()
+        self.executor = make_executor('single')   # what the executor node spins
         self.executor.add_node(self.node)
         self.image_pub = self.node.create_publisher(Image, 'cameras/front/image_raw', qos.IMAGES)
         self.joint_pub = self.node.create_publisher(JointState, 'joint_states', qos.JOINT_STATES)
@@ -78,7 +93,7 @@ class RosClient(Client):
         self.session_id = ''
         if admit:
             self._admit(Admit, GetCapabilities, deadline)
-        while self.image_pub.get_subscription_count() < 1 or \
+        while (image and self.image_pub.get_subscription_count() < 1) or \
                 self.request_pub.get_subscription_count() < 1:
             if time.monotonic() > deadline:
                 raise RuntimeError('the policy server did not subscribe to our topics')
@@ -111,26 +126,31 @@ class RosClient(Client):
     def _on_chunk(self, msg):
         self.answer = msg
 
-    def roundtrip(self):
-        self.request_id += 1
-        stamp = self.node.get_clock().now().to_msg()
-        image = self.Image()
-        image.header.stamp = stamp
-        image.header.frame_id = 'front_camera'
-        image.height, image.width = int(self.frame.shape[0]), int(self.frame.shape[1])
-        image.encoding = 'rgb8'
-        image.step = image.width * 3
-        image.data = self.frame.tobytes()
-        self.image_pub.publish(image)
-        joints = self.JointState(name=list(JOINTS), position=[float(v) for v in self.joints])
-        joints.header.stamp = stamp
-        self.joint_pub.publish(joints)
+    def _request(self, stamp):
         request = self.InferenceRequest()
         request.header.stamp = stamp
         request.session_id = self.session_id
         request.request_id = self.request_id
         request.earliest_capture_stamp = stamp
         self.request_pub.publish(request)
+
+    def prepare(self):
+        """Send the next request ahead of its observation, as the executor does."""
+        self.request_id += 1
+        if not self.together:
+            self._request(self.node.get_clock().now().to_msg())
+            time.sleep(REQUEST_LEAD_S)
+
+    def roundtrip(self):
+        stamp = self.node.get_clock().now().to_msg()
+        if self.together:
+            self._request(stamp)
+        joints = self.JointState(name=list(JOINTS), position=[float(v) for v in self.joints])
+        joints.header.stamp = stamp
+        self.joint_pub.publish(joints)
+        if self.image:
+            self.image_pub.publish(self.encode_image(stamp.sec, stamp.nanosec,
+                                                     'front_camera', self.frame, 'rgb8'))
         deadline = time.monotonic() + ANSWER_TIMEOUT_S
         while self.answer is None or self.answer.request_id != self.request_id:
             remaining = deadline - time.monotonic()
@@ -162,8 +182,8 @@ class RosClient(Client):
         self.rclpy.try_shutdown()
 
 
-def serve_minimal():
-    """Answer each InferenceRequest once the frame and joints it asks for have arrived."""
+def serve_minimal(image=True):
+    """Answer each InferenceRequest once the frame (if ``image``) and joints have arrived."""
     from remote_inference_py.common.process import tune_allocator
     tune_allocator()
     import rclpy
@@ -177,7 +197,7 @@ def serve_minimal():
     node = rclpy.create_node('transport_minimal_server')
     chunk = constant_chunk()
     positions = array.array('f', chunk.tobytes())
-    latest = {'image': -1, 'joints': -1}
+    latest = {'image': -1, 'joints': -1} if image else {'joints': -1}
     pending = []
     publisher = node.create_publisher(ActionChunk, 'policy/chunk', qos.CHUNKS)
 
@@ -211,7 +231,8 @@ def serve_minimal():
         pending.append(msg)
         answer()
 
-    node.create_subscription(Image, 'cameras/front/image_raw', on_image, qos.IMAGES)
+    if image:
+        node.create_subscription(Image, 'cameras/front/image_raw', on_image, qos.IMAGES)
     node.create_subscription(JointState, 'joint_states', on_joints, qos.JOINT_STATES)
     node.create_subscription(InferenceRequest, 'policy/request', on_request, qos.COMMANDS)
     executor = SingleThreadedExecutor()
