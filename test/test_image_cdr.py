@@ -25,7 +25,9 @@ from sensor_msgs.msg import Image
 from remote_inference_py.common.image_cdr import CdrError, decode_image, encode_image, \
     is_plain_cdr
 
-TEXT = st.text(st.characters(blacklist_characters='\0'), max_size=12)   # C strings
+# What a ROS string can hold: UTF-8 without NUL (no lone surrogates, which UTF-8 cannot encode).
+TEXT = st.text(st.characters(blacklist_categories=('Cs',), blacklist_characters='\0'),
+               max_size=12)
 ENCODINGS = st.sampled_from(['rgb8', 'bgr8', 'mono8', '16UC1', '32FC1', 'x', ''])
 
 
