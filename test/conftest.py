@@ -64,8 +64,15 @@ def ros(ros_context, request):
     node.destroy_node()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Remember each phase's report on the test item (the processes fixture reads it)."""
+    outcome = yield
+    setattr(item, f'report_{call.when}', outcome.get_result())
+
+
 @pytest.fixture
-def processes(tmp_path, ros):
+def processes(tmp_path, ros, request):
     """Start node processes; at teardown stop them all with SIGINT and check for leaks."""
     started = []
     before = dead_segments()
@@ -85,6 +92,11 @@ def processes(tmp_path, ros):
 
     group = Group()
     yield group
+    report = getattr(request.node, 'report_call', None)
+    if report is not None and report.failed:   # what each process said, for the diagnosis
+        for proc in started:
+            print(f'----- {proc.log_path.name} (last 60 lines) -----')
+            print('\n'.join(proc.output().splitlines()[-60:]))
     failures = []
     for proc in started:
         try:
