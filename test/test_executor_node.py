@@ -167,8 +167,11 @@ def test_bad_chunks_are_dropped_with_a_named_reason(processes, ros):
 
 def test_chunks_of_another_session_are_dropped(processes, ros):
     node, spinner = ros
+    # A grace long enough for this test node to discover the executor before it faults and
+    # exits (with 1 s, its whole life sometimes passed before discovery: no status seen).
     watch, arm, server, executor = start_system(
-        processes, ros, server={'session_override': 'intruder'})
+        processes, ros, server={'session_override': 'intruder'},
+        executor={'starvation_grace_s': 4.0})
     spinner.until(lambda: watch.last and watch.last.chunks_dropped >= 1, 20, 'a dropped chunk')
     assert 'intruder' in watch.last.last_drop_reason
     assert watch.last.chunks_accepted == 0
