@@ -33,6 +33,8 @@ import time
 
 import yaml
 
+from remote_inference_py.common import frame_ring
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 INSTALL_LIB = ROOT / 'install' / 'remote_inference' / 'lib' / 'remote_inference'
 PEERS = pathlib.Path(__file__).resolve().parent / 'peers'
@@ -272,9 +274,10 @@ def _owner_alive(lock):
 
 
 def dead_segments():
-    """Fast DDS data segments in /dev/shm whose owner process is gone (leaked)."""
+    """Fast DDS segments and frame rings in /dev/shm whose owner process is gone (leaked)."""
     return {name[:-len('_el')] for name in fastdds_segments()
-            if name.endswith('_el') and not _owner_alive(pathlib.Path('/dev/shm', name))}
+            if name.endswith('_el') and not _owner_alive(pathlib.Path('/dev/shm', name))} | \
+        set(frame_ring.stale_rings())
 
 
 def clean_dead_segments():

@@ -56,6 +56,10 @@ JOINT_COMMANDS = Topic('joint_commands', 'sensor_msgs/msg/JointState', 'commands
 APPLIED_COMMAND = Topic('applied_command', 'sensor_msgs/msg/JointState', 'commands')
 HARDWARE_INFO = Topic('hardware/info', 'remote_inference/msg/HardwareInfo', 'latched')
 CAMERA = Topic('cameras/front/image_raw', 'sensor_msgs/msg/Image', 'images')
+# The same frames through shared memory (common/shared_images.py): the policy server reads
+# CAMERA itself only when these cannot be opened (another host) or are not offered.
+CAMERA_SHARED = Topic('cameras/front/image_raw/shm', 'remote_inference/msg/SharedImage',
+                      'images')
 CUBE_POSE = Topic('sim/cube_pose', 'geometry_msgs/msg/PoseStamped', 'joint_states')
 REQUEST = Topic('policy/request', 'remote_inference/msg/InferenceRequest', 'commands')
 CHUNK = Topic('policy/chunk', 'remote_inference/msg/ActionChunk', 'chunks')
@@ -65,7 +69,8 @@ TASK = Topic('executor/task', 'std_msgs/msg/String', 'latched')
 NODES = (
     NodeSpec(
         name='hardware_interface', executable='hardware_interface', side='robot',
-        publishes=(JOINT_STATES, APPLIED_COMMAND, HARDWARE_INFO, CAMERA, CUBE_POSE),
+        publishes=(JOINT_STATES, APPLIED_COMMAND, HARDWARE_INFO, CAMERA, CAMERA_SHARED,
+                   CUBE_POSE),
         subscribes=(JOINT_COMMANDS,),
         description='Feetech servos or the MuJoCo SO-101: joint states, camera, commands.'),
     NodeSpec(
@@ -76,12 +81,13 @@ NODES = (
     NodeSpec(
         name='policy_server', executable='policy_server', side='server',
         publishes=(CHUNK,),
-        subscribes=(JOINT_STATES, CAMERA, REQUEST),
+        subscribes=(JOINT_STATES, CAMERA_SHARED, REQUEST),
         description='Loads the policy once and answers each request with a chunk.'),
 )
 
 # Topics that describe a run (images excluded: large, and not needed to diagnose timing).
-RECORD_TOPICS = tuple(sorted({t.name for n in NODES for t in n.publishes} - {CAMERA.name}))
+RECORD_TOPICS = tuple(sorted({t.name for n in NODES for t in n.publishes}
+                             - {CAMERA.name, CAMERA_SHARED.name}))
 
 
 def nodes_for_side(side):

@@ -29,7 +29,7 @@ from remote_inference import msg as ri_msg
 from remote_inference import srv as ri_srv
 
 MESSAGES = ['ActionChunk', 'ExecutorStatus', 'HardwareInfo', 'InferenceRequest',
-            'ObservationFeature']
+            'ObservationFeature', 'SharedImage']
 SERVICES = ['Admit', 'GetCapabilities']
 
 

@@ -39,7 +39,7 @@ own deserializer.
 
 import dataclasses
 import struct
-from typing import Any
+from typing import Any, Tuple
 
 import numpy as np
 
@@ -84,6 +84,12 @@ def encode_image(sec: int, nanosec: int, frame_id: str, frame: np.ndarray,
 
     ``step`` is the frame's row size; the pixels are copied once, into the returned bytes.
     """
+    return b''.join(image_parts(sec, nanosec, frame_id, frame, encoding))
+
+
+def image_parts(sec: int, nanosec: int, frame_id: str, frame: np.ndarray,
+                encoding: str) -> Tuple[bytes, memoryview]:
+    """Return :func:`encode_image`'s bytes as (everything before the pixels, the pixels)."""
     frame = np.ascontiguousarray(frame)
     height, width = int(frame.shape[0]), int(frame.shape[1])
     step = int(np.prod(frame.shape[1:])) * frame.itemsize
@@ -93,7 +99,7 @@ def encode_image(sec: int, nanosec: int, frame_id: str, frame: np.ndarray,
     head += _string(encoding, len(head))
     head += b'\0'                                       # is_bigendian: native little endian
     head += b'\0' * (-len(head) % 4) + struct.pack('<II', step, frame.nbytes)
-    return b''.join((b'\0\x01\0\0', head, frame.reshape(-1).view(np.uint8).data))
+    return b'\0\x01\0\0' + head, frame.reshape(-1).view(np.uint8).data
 
 
 class _Reader:

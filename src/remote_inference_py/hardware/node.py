@@ -32,7 +32,11 @@ name                          dir   type                            role
 ``hardware/info``             out   remote_inference/HardwareInfo   latched; on every change
 ``joint_commands``            in    JointState (by name) or         targets [rad]
                                     Float64MultiArray (in order)
-``cameras/<name>/image_raw``  out   sensor_msgs/Image (rgb8)        sim only, ``sim_cameras``
+``cameras/<name>/image_raw``  out   sensor_msgs/Image (rgb8)        sim only, ``sim_cameras``;
+                                                                    with ``share_images`` only
+                                                                    while it has a subscriber
+``<image topic>/shm``         out   remote_inference/SharedImage    each frame in shared memory
+                                                                    (``share_images``)
 ``sim/cube_pose``             out   geometry_msgs/PoseStamped       sim only, ``world`` frame,
                                                                     10 Hz
 ============================  ====  ==============================  =============================
@@ -87,13 +91,14 @@ from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.time import Time
 from remote_inference.msg import HardwareInfo
-from sensor_msgs.msg import Image, JointState
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
-from remote_inference_py.common import image_cdr, qos
+from remote_inference_py.common import qos
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import descriptor as make_descriptor
+from remote_inference_py.common.shared_images import ImagePublisher
 from remote_inference_py.hardware.backend import (
     BackendError, BackendFault, BackendOpenError, BACKENDS, check_limits, FeetechBackend,
     FeetechSettings, limits_source, load_calibration, SimBackend)
@@ -173,6 +178,10 @@ PARAMETERS = {
                    'Render and publish camera images (sim; needs EGL).'),
     'sim_cameras': (['front'], _D.PARAMETER_STRING_ARRAY,
                     'Cameras of the scene to publish as cameras/<name>/image_raw (sim).'),
+    'share_images': (True, _D.PARAMETER_BOOL,
+                     'Offer camera frames through shared memory (<image topic>/shm) to '
+                     'policy servers on this host; the Image topic then carries frames only '
+                     'while something subscribes to it (sim).'),
     'sim_image_width': (640, _D.PARAMETER_INTEGER, 'Image width [px] (sim).', 1, 4096),
     'sim_image_height': (480, _D.PARAMETER_INTEGER, 'Image height [px] (sim).', 1, 4096),
     'sim_camera_rate_hz': (30.0, _D.PARAMETER_DOUBLE, 'Image rate [Hz] (sim).', 0.1, 120.0),
@@ -273,8 +282,8 @@ class HardwareInterfaceNode(LifecycleNode):
         if self.backend_name == 'sim':
             if self.settings['sim_render']:
                 self.image_pubs = {
-                    camera: self.create_publisher(Image, f'cameras/{camera}/image_raw',
-                                                  qos.IMAGES)
+                    camera: ImagePublisher(self, f'cameras/{camera}/image_raw', qos.IMAGES,
+                                           self.settings['share_images'], camera)
                     for camera in self.settings['sim_cameras']}
             self.cube_pub = self.create_publisher(PoseStamped, 'sim/cube_pose',
                                                   qos.JOINT_STATES)
@@ -515,7 +524,11 @@ class HardwareInterfaceNode(LifecycleNode):
             runner, self.runner = self.runner, None
         if runner is None:
             return ''
-        return runner.close(self.settings['disable_torque_on_shutdown'])
+        try:
+            return runner.close(self.settings['disable_torque_on_shutdown'])
+        finally:
+            for publisher in self.image_pubs.values():   # the camera thread has stopped
+                publisher.close()
 
     # ---- commands and services ----------------------------------------------------------
 
@@ -599,9 +612,8 @@ class HardwareInterfaceNode(LifecycleNode):
         publisher = self.image_pubs.get(camera)
         if publisher is None:
             return
-        when = self._stamp(stamp)   # serialized here: one copy of the pixels, not four
-        publisher.publish(image_cdr.encode_image(when.sec, when.nanosec, f'{camera}_camera',
-                                                 frame, 'rgb8'))
+        when = self._stamp(stamp)
+        publisher.publish(when.sec, when.nanosec, f'{camera}_camera', frame, 'rgb8')
 
     def publish_cube_pose(self, position, orientation, stamp):
         """Publish the cube pose in the world frame [m]."""

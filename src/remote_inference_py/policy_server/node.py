@@ -39,11 +39,19 @@ name                           dir    type                             QoS
 
 Camera topics: ``observation.images.<camera>`` reads ``cameras/<camera>/image_raw`` unless the
 manifest's ``topic`` or the ``feature_topics`` parameter (``feature=topic``) says otherwise.
+A raw camera whose publisher offers its frames through shared memory on this host
+(``<camera topic>/shm``, remote_inference/SharedImage, see :mod:`..common.shared_images`) is
+read from there once a frame has come through; the Image topic is read otherwise, and again
+whenever the shared frames stop or cannot be opened here (another host or user).
 
-Threads: callbacks only hand samples, admissions and requests to the core and return (the
-node spins one SingleThreadedExecutor, see ``run_node``); one worker thread waits for ready
-requests, runs preprocessing, the forward pass and postprocessing, and publishes the chunks.
-Nothing is pickled: observations and chunks are ROS messages.
+Threads: callbacks hand samples, admissions and requests to the core (the node spins one
+rclpy executor, see ``run_node``); one worker thread waits for ready requests, runs
+preprocessing, the forward pass and postprocessing, and publishes the chunks. When warm-up
+measured a forward pass within ``inline_serve_max_ms`` (default 2 ms) and one robot is served,
+the callback that makes a request ready serves it itself (one thread hand-off less; the worker
+still serves what waits, e.g. a request whose observation is late); a slower model or several
+robots (batched) always go through the worker. Nothing is pickled: observations and chunks are
+ROS messages.
 
 A chunk's ``header.stamp`` is the capture stamp of the observation used; when the joint
 sample and the camera frames differ, the oldest of them (see :mod:`.observation`). A request
@@ -81,6 +89,7 @@ from remote_inference_py import PROTOCOL_VERSION
 from remote_inference_py.common import image_cdr, qos
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import descriptor as make_descriptor
+from remote_inference_py.common.shared_images import ImageInput
 from remote_inference_py.hardware.calibration import Calibration
 from remote_inference_py.policy_server.admission import AdmitRequest, FeatureDeclaration
 from remote_inference_py.policy_server.core import (
@@ -90,6 +99,7 @@ from remote_inference_py.policy_server.runtimes import (
     load_runtime, RuntimeLoadError, RuntimeOptions, warm_up)
 
 SUMMARY_PERIOD_S = 5.0
+IMAGE_PATH_CHECK_S = 1.0
 ERROR_LOG_PERIOD_S = 5.0
 COMPRESSED_SUFFIX = '/compressed'
 _D = ParameterType
@@ -159,6 +169,11 @@ PARAMETERS = {
                            'Wait this long for an observation captured at or after the '
                            "request's earliest capture stamp, then answer with an error [s].",
                            False, (0.0, 60.0)),
+    'inline_serve_max_ms': (2.0, _D.PARAMETER_DOUBLE,
+                            'Serve a ready request in the callback that completed it (no '
+                            'hand-off to the inference thread) when warm-up measured a forward '
+                            'pass this fast [ms] and one robot is served; 0: never.', True,
+                            (0.0, 100.0)),
     'extra_latency_s': (0.0, _D.PARAMETER_DOUBLE,
                         'Test/benchmark knob: delay every answer by this much on top of '
                         'inference [s]; keep 0 in production.', False, (0.0, 60.0)),
@@ -215,10 +230,13 @@ class PolicyServerNode(Node):
         self._suppressed = {}
         self._zero_stamp_warned = set()
         self._stop_event = threading.Event()
+        self._serve_lock = threading.Lock()   # one forward pass at a time, either thread
+        self.inline = False
         self.runtime = None
         self.core = None
         self.worker = None
         self.chunk_pubs = {}
+        self.image_inputs = []
 
         params = {name: self._value(name) for name in PARAMETERS}
         calibration = self._calibration(params['calibration_file'])
@@ -258,6 +276,10 @@ class PolicyServerNode(Node):
         except (RuntimeLoadError, ValueError) as error:
             raise ConfigError(str(error)) from None
         spec = self.runtime.spec
+        # Serve in the callback (one thread hand-off less) only when it cannot hold up the
+        # node: a fast model, and one robot (nothing to batch).
+        self.inline = (len(settings.robots) == 1
+                       and report.last_ms <= params['inline_serve_max_ms'])
         self.get_logger().info(
             f'policy {spec.policy or self.runtime.kind!r} from {self.runtime.source} on '
             f'{self.runtime.device} loaded in {loaded_s:.2f} s: semantics={spec.semantics} '
@@ -268,13 +290,15 @@ class PolicyServerNode(Node):
         self.get_logger().info(
             f'warm-up: {report.iterations} forward passes (batch sizes '
             f'{list(report.batch_sizes)}) in {report.total_s:.3f} s, last {report.last_ms:.2f} '
-            f'ms')
+            f'ms; requests are served '
+            f'{"inline when ready" if self.inline else "by the inference thread"}')
 
         for robot in settings.robots:
             self._create_robot_entities(robot)
         self.add_on_set_parameters_callback(self.on_set_parameters)
         self.add_post_set_parameters_callback(self.on_parameters_set)
         self.create_timer(SUMMARY_PERIOD_S, self.log_summary)
+        self.create_timer(IMAGE_PATH_CHECK_S, self.check_image_paths)
         self.worker = threading.Thread(target=self._work, name='inference', daemon=True)
         self.worker.start()
         clients = 'one client' if settings.max_clients == 1 else \
@@ -335,9 +359,10 @@ class PolicyServerNode(Node):
                     CompressedImageMsg, full,
                     lambda msg, r=robot, f=name: self.on_compressed(r, f, msg), qos.IMAGES)
             elif feature.is_image:   # raw: the pixels stay in the received buffer
-                self.create_subscription(
-                    Image, full, lambda raw, r=robot, f=name: self.on_image(r, f, raw),
-                    qos.IMAGES, raw=True)
+                self.image_inputs.append(ImageInput(
+                    self, full, qos.IMAGES, lambda raw, r=robot, f=name: self.on_image(r, f, raw),
+                    lambda code, text, r=robot, f=name: self._rejected(
+                        r, f, InputError(code, text))))
             elif feature.message == 'geometry_msgs/PoseStamped':
                 self.create_subscription(
                     PoseStamped, full, lambda msg, r=robot, f=name: self.on_pose(r, f, msg),
@@ -400,9 +425,16 @@ class PolicyServerNode(Node):
             self.log_throttled('error', (robot, stream, error.code),
                                f'rejected {where} sample [{error.code}]: {error}')
 
+    def _stored(self, robot, stream, error):
+        """Log a rejected sample, or serve a request the accepted one made ready."""
+        if error is not None:
+            self._rejected(robot, stream, error)
+        else:
+            self.serve_inline()
+
     def on_joint_states(self, robot, msg):
         """Hand a joint_states sample to the core (validated by name there)."""
-        self._rejected(robot, 'joint_states', self.core.on_joint_states(
+        self._stored(robot, 'joint_states', self.core.on_joint_states(
             robot, self._stamp(robot, 'joint_states', msg.header.stamp), msg.name,
             msg.position))
 
@@ -422,25 +454,25 @@ class PolicyServerNode(Node):
             return
         image = RawImage(msg.encoding, msg.height, msg.width, msg.step, msg.data,
                          bool(msg.is_bigendian))
-        self._rejected(robot, feature, self.core.on_image(
+        self._stored(robot, feature, self.core.on_image(
             robot, feature, self._stamp(robot, feature, stamp), image))
 
     def on_compressed(self, robot, feature, msg):
         """Hand a compressed image to the core."""
         image = CompressedImage(msg.format, msg.data)
-        self._rejected(robot, feature, self.core.on_image(
+        self._stored(robot, feature, self.core.on_image(
             robot, feature, self._stamp(robot, feature, msg.header.stamp), image))
 
     def on_pose(self, robot, feature, msg):
         """Hand a pose (x, y, z, qx, qy, qz, qw) to the core."""
         p, q = msg.pose.position, msg.pose.orientation
-        self._rejected(robot, feature, self.core.on_privileged(
+        self._stored(robot, feature, self.core.on_privileged(
             robot, feature, self._stamp(robot, feature, msg.header.stamp),
             [p.x, p.y, p.z, q.x, q.y, q.z, q.w]))
 
     def on_vector(self, robot, feature, msg):
         """Hand a Float64MultiArray (no stamp: the receive time is used) to the core."""
-        self._rejected(robot, feature, self.core.on_privileged(
+        self._stored(robot, feature, self.core.on_privileged(
             robot, feature, self.get_clock().now().nanoseconds, list(msg.data)))
 
     def on_request(self, robot, msg):
@@ -451,6 +483,8 @@ class PolicyServerNode(Node):
         refusal = self.core.on_request(request)
         if refusal is not None:
             self._publish(refusal)
+        else:
+            self.serve_inline()   # its observation may be here already
 
     # ---- services -----------------------------------------------------------------------
 
@@ -516,15 +550,32 @@ class PolicyServerNode(Node):
         while not self._stop_event.is_set():
             try:
                 work = self.core.next_work(timeout=0.5)
-                if not work:
-                    continue
-                answers = self.core.serve(work)
-                for robot, stream, error in self.core.take_late_rejections():
-                    self._rejected(robot, stream, error)
-                for answer in answers:
-                    self._publish(answer)
+                if work:
+                    with self._serve_lock:
+                        self._serve(work)
             except Exception as error:  # noqa: B902 - the server keeps serving
                 self.log_throttled('error', ('worker',), f'inference worker error: {error!r}')
+
+    def _serve(self, work):
+        answers = self.core.serve(work)
+        for robot, stream, error in self.core.take_late_rejections():
+            self._rejected(robot, stream, error)
+        for answer in answers:
+            self._publish(answer)
+
+    def serve_inline(self):
+        """Serve what is ready now, in this callback, when inline serving is on and idle."""
+        if not self.inline or self.core.settings.extra_latency_s > 0 or \
+                not self._serve_lock.acquire(blocking=False):
+            return
+        try:
+            work = self.core.next_work(timeout=0.0)
+            if work:
+                self._serve(work)
+        except Exception as error:  # noqa: B902 - the server keeps serving
+            self.log_throttled('error', ('inline',), f'inline serving error: {error!r}')
+        finally:
+            self._serve_lock.release()
 
     def _publish(self, answer: Answer):
         began = time.perf_counter()
@@ -580,6 +631,11 @@ class PolicyServerNode(Node):
         else:
             self.get_logger().warning(text)
 
+    def check_image_paths(self):
+        """Move each camera between shared memory and its Image topic as publishers change."""
+        for image_input in self.image_inputs:
+            image_input.update()
+
     def log_summary(self):
         """Log the activity summary (about every 5 s)."""
         text = self.core.summary()
@@ -602,6 +658,8 @@ class PolicyServerNode(Node):
             self.runtime.close()
         for publisher in self.chunk_pubs.values():
             publisher.wait_for_all_acked(Duration(seconds=0.5))
+        for image_input in self.image_inputs:
+            image_input.close()
 
 
 def _typed_unset(kind):

@@ -80,9 +80,12 @@ class StreamBuffer:
         return len(self._samples)
 
     def add(self, sample: Sample) -> None:
-        """Insert a sample in stamp order; drop the oldest beyond capacity."""
+        """Insert a sample in stamp order; drop the oldest beyond capacity and duplicates."""
         self.received += 1
         index = bisect.bisect_right(self._stamps, sample.stamp_ns)
+        if index and self._stamps[index - 1] == sample.stamp_ns and \
+                not self._samples[index - 1].error:
+            return   # the same capture again (e.g. through shared memory and the topic)
         self._stamps.insert(index, sample.stamp_ns)
         self._samples.insert(index, sample)
         if len(self._samples) > self.capacity:
