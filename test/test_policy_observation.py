@@ -58,6 +58,16 @@ def test_buffer_keeps_the_newest_in_stamp_order():
     assert [s.stamp_ns for s in buffer.history(buffer.newest(), 3, 10)] == [20, 30, 40]
 
 
+def test_the_same_capture_twice_is_kept_once_unless_the_first_was_bad():
+    buffer = StreamBuffer('s', capacity=5)
+    buffer.add(Sample(10, 'via shared memory'))
+    buffer.add(Sample(10, 'via the topic'))       # e.g. while a camera changes path
+    assert len(buffer) == 1 and buffer.newest().payload == 'via shared memory'
+    buffer.mark_bad(buffer.newest(), 'corrupt')
+    buffer.add(Sample(10, 'again'))
+    assert buffer.newest().payload == 'again' and len(buffer) == 2
+
+
 def test_at_or_after_includes_equal_stamps_and_skips_bad_samples():
     buffer = StreamBuffer('s', capacity=5)
     for stamp in (10, 20, 30):

@@ -31,6 +31,7 @@ the server validates and decodes them the same way.
 from remote_inference.msg import SharedImage
 from sensor_msgs.msg import Image
 
+from remote_inference_py.common.cdr import encode_shared_image
 from remote_inference_py.common.frame_ring import (
     FrameGone, RingError, RingReader, RingUnavailable, RingWriter, SHM_DIR)
 from remote_inference_py.common.image_cdr import image_parts
@@ -76,10 +77,9 @@ class ImagePublisher:
                 self.ring.close()
             self.ring = ring
         slot, sequence = self.ring.write(head, pixels)
-        msg = SharedImage(ring=self.ring.name, slot=slot, sequence=sequence, size=size)
-        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
-        msg.header.frame_id = frame_id
-        self.shared_pub.publish(msg)
+        self.shared_pub.publish(encode_shared_image(
+            sec=sec, nanosec=nanosec, frame_id=frame_id, ring=self.ring.name, slot=slot,
+            sequence=sequence, size=size))
         self.shared += 1
 
     def close(self):

@@ -96,6 +96,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from remote_inference_py.common import qos
+from remote_inference_py.common.cdr import encode_joint_state
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import descriptor as make_descriptor
 from remote_inference_py.common.shared_images import ImagePublisher
@@ -602,10 +603,10 @@ class HardwareInterfaceNode(LifecycleNode):
 
     def publish_joint_state(self, publisher, positions, stamp):
         """Publish positions [rad] by joint name, stamped at monotonic time ``stamp``."""
-        msg = JointState(name=list(self.settings['joint_names']),
-                         position=[float(v) for v in positions])
-        msg.header.stamp = self._stamp(stamp)
-        publisher.publish(msg)
+        when = self._stamp(stamp)   # serialized here: see common/cdr.py
+        publisher.publish(encode_joint_state(
+            sec=when.sec, nanosec=when.nanosec, names=self.settings['joint_names'],
+            positions=positions))
 
     def publish_image(self, camera, frame, stamp):
         """Publish one rendered rgb8 frame (called from the sim's camera thread)."""

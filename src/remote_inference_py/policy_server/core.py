@@ -181,6 +181,10 @@ class PolicyServerCore:
         self._late_rejections: List[Tuple[str, str, InputError]] = []
         self._cond = threading.Condition()
         self._stopped = False
+        # False when the caller serves ready requests itself as samples arrive (inline): the
+        # worker then wakes only for new requests and deadlines, instead of racing the
+        # caller for the GIL and the job on every sample.
+        self.wake_worker_on_samples = True
 
     def warm_preprocessing(self) -> None:
         """Convert one blank frame per image feature (imports Pillow before the first request)."""
@@ -236,7 +240,7 @@ class PolicyServerCore:
             return error
         with self._cond:
             buffers[stream].add(sample)
-            if self._pending:
+            if self._pending and self.wake_worker_on_samples:
                 self._cond.notify()
         return None
 
@@ -286,6 +290,11 @@ class PolicyServerCore:
         """Return the number of requests waiting for the worker."""
         with self._cond:
             return len(self._pending)
+
+    def wake_worker(self) -> None:
+        """Make a waiting next_work look at the pending requests again."""
+        with self._cond:
+            self._cond.notify()
 
     def stop(self) -> None:
         """Wake the worker and make next_work return nothing from now on."""

@@ -72,13 +72,13 @@ import time
 import uuid
 
 from geometry_msgs.msg import PoseStamped
+import numpy as np
 from rcl_interfaces.msg import ParameterType, SetParametersResult
 from rclpy.duration import Duration
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.serialization import deserialize_message
-from rclpy.time import Time
 from remote_inference.msg import ActionChunk, InferenceRequest, ObservationFeature
 from remote_inference.srv import Admit, GetCapabilities
 from sensor_msgs.msg import CompressedImage as CompressedImageMsg
@@ -87,6 +87,7 @@ from std_msgs.msg import Float64MultiArray
 
 from remote_inference_py import PROTOCOL_VERSION
 from remote_inference_py.common import image_cdr, qos
+from remote_inference_py.common.cdr import encode_action_chunk
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import descriptor as make_descriptor
 from remote_inference_py.common.shared_images import ImageInput
@@ -280,6 +281,7 @@ class PolicyServerNode(Node):
         # node: a fast model, and one robot (nothing to batch).
         self.inline = (len(settings.robots) == 1
                        and report.last_ms <= params['inline_serve_max_ms'])
+        self.core.wake_worker_on_samples = not self.inline
         self.get_logger().info(
             f'policy {spec.policy or self.runtime.kind!r} from {self.runtime.source} on '
             f'{self.runtime.device} loaded in {loaded_s:.2f} s: semantics={spec.semantics} '
@@ -565,8 +567,11 @@ class PolicyServerNode(Node):
 
     def serve_inline(self):
         """Serve what is ready now, in this callback, when inline serving is on and idle."""
-        if not self.inline or self.core.settings.extra_latency_s > 0 or \
+        if not self.inline:
+            return
+        if self.core.settings.extra_latency_s > 0 or \
                 not self._serve_lock.acquire(blocking=False):
+            self.core.wake_worker()   # the worker serves it (or will, once it is free)
             return
         try:
             work = self.core.next_work(timeout=0.0)
@@ -578,28 +583,22 @@ class PolicyServerNode(Node):
             self._serve_lock.release()
 
     def _publish(self, answer: Answer):
-        began = time.perf_counter()
-        msg = ActionChunk()
-        msg.header.stamp = Time(nanoseconds=answer.capture_stamp_ns).to_msg()
-        msg.session_id = answer.session_id
-        msg.request_id = answer.request_id
-        msg.joint_names = list(answer.joint_names)
-        msg.step_period = answer.step_period
-        msg.error = answer.error
-        if answer.positions is not None:
-            msg.step_count = answer.positions.shape[0]
-            msg.positions = array.array('f', answer.positions.tobytes())
+        """Publish an answer as a serialized ActionChunk (see common/cdr.py for why)."""
+        positions = answer.positions if answer.positions is not None else np.zeros((0, 0))
         timings = answer.timings
-        timings.postprocess_ms += (time.perf_counter() - began) * 1000.0
-        msg.queue_wait_ms = timings.queue_wait_ms
-        msg.preprocess_ms = timings.preprocess_ms
-        msg.inference_ms = timings.inference_ms
-        msg.postprocess_ms = timings.postprocess_ms
+        sec, nanosec = divmod(answer.capture_stamp_ns, 1_000_000_000)
+        raw = encode_action_chunk(
+            sec=sec, nanosec=nanosec, session_id=answer.session_id,
+            request_id=answer.request_id, joint_names=answer.joint_names,
+            step_period=answer.step_period, step_count=positions.shape[0],
+            positions=positions, error=answer.error, queue_wait_ms=timings.queue_wait_ms,
+            preprocess_ms=timings.preprocess_ms, inference_ms=timings.inference_ms,
+            postprocess_ms=timings.postprocess_ms)
         where = f' robot {answer.robot!r}' if answer.robot else ''
         if answer.error:
             self.log_throttled('warning', (answer.robot, 'failed', answer.error[:40]),
                                f'request {answer.request_id}{where} not served: {answer.error}')
-        self.chunk_pubs[answer.robot].publish(msg)
+        self.chunk_pubs[answer.robot].publish(raw)
         self.core.record_served(answer)
         if answer.error:
             return
@@ -609,7 +608,7 @@ class PolicyServerNode(Node):
             f'{answer.batch_size}, queue {timings.queue_wait_ms:.2f} pre '
             f'{timings.preprocess_ms:.2f} infer {timings.inference_ms:.2f} post '
             f'{timings.postprocess_ms:.2f} ms; observation {age * 1000:.1f} ms older than the '
-            f'request; {msg.step_count} steps')
+            f'request; {positions.shape[0]} steps')
 
     # ---- observability and shutdown -----------------------------------------------------
 
