@@ -21,8 +21,10 @@ float32 chunk from a zero-cost policy. Server and client run in separate process
 
 - ours: the product's ``policy_server`` node (``policy_type: python``, the zero-cost policy of
   ``bench/transport_policy.py``, ``extra_latency_s: 0``) and a client node that sends an
-  ``InferenceRequest`` ahead, then publishes ``JointState`` + ``sensor_msgs/Image`` and receives
-  the ``ActionChunk`` (``bench/transport_ros.py``; the executor always asks before the
+  ``InferenceRequest`` ahead, then publishes ``JointState`` and the frame the way the hardware
+  interface does (as shipped: through a shared-memory ring with a ``SharedImage`` reference;
+  ``ours_topic``: as a ``sensor_msgs/Image``, the path to a server on another host) and
+  receives the ``ActionChunk`` (``bench/transport_ros.py``; the executor always asks before the
   observation it is answered with is captured, so the round trip runs from the observation's
   publication to the chunk), Fast DDS with ``config/fastdds_shm.xml``,
   ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and a domain id of its own; each spins the rclpy
@@ -81,7 +83,10 @@ ALLOCATORS = ('default', 'tuned')
 MODES = ('b2b', 'paced')
 # key: (label, kind, zenoh shared memory)
 TRANSPORTS = {
-    'ours': ('ours: ROS 2 policy_server, Fast DDS SHM profile', 'ros', False),
+    'ours': ('ours as shipped: ROS 2 policy_server, frames through shared memory (one host)',
+             'ros', False),
+    'ours_topic': ('ours, frames on the Image topic (server on another host, or '
+                   'share_images off), Fast DDS SHM profile', 'ros', False),
     'ours_together': ('ours, request published with the observation (not what the executor '
                       'does)', 'ros', False),
     'grpc': ('gRPC + pickle, 2 MB pieces (LeRobot)', 'grpc', False),
@@ -92,7 +97,8 @@ TRANSPORTS = {
     'ros_tiny': ('reference: bare rclpy server, request + joints only, no image (small-message '
                  'floor)', 'ros_minimal', False),
 }
-SHORT = {'ours': 'ours', 'ours_together': 'ours, req.\nwith obs.', 'grpc': 'gRPC',
+SHORT = {'ours': 'ours', 'ours_topic': 'ours, Image\ntopic',
+         'ours_together': 'ours, req.\nwith obs.', 'grpc': 'gRPC',
          'zenoh_shm': 'Zenoh SHM', 'zenoh': 'Zenoh', 'ros_floor': 'rclpy ref.',
          'ros_tiny': 'rclpy ref.\nno image'}
 SERVER_PARAMS = {
@@ -166,6 +172,8 @@ class Pair:
             args.append('--shm')
         if self.key == 'ours_together':
             args.append('--together')
+        if self.key == 'ours_topic':
+            args.append('--topic-frames')
         args += self.extra_args
         self.client_log = open(self.log_dir / f'{self.name}.client.log', 'wb')
         self.client = subprocess.Popen(
@@ -292,7 +300,11 @@ def tables(stats, options, elapsed):
     rows = [('ours as shipped / gRPC + pickle, default malloc (as LeRobot ships it)',
              ('ours', 'tuned'), ('grpc', 'default'), 1 / 3, '<= 0.33 (30 Hz p50)'),
             ('ours as shipped, request published with the observation / gRPC + pickle, '
-             'default malloc', ('ours_together', 'tuned'), ('grpc', 'default'), None, '')]
+             'default malloc', ('ours_together', 'tuned'), ('grpc', 'default'), None, ''),
+            ('ours, frames on the Image topic (another host) / gRPC + pickle, default malloc',
+             ('ours_topic', 'tuned'), ('grpc', 'default'), None, ''),
+            ('ours as shipped / ours with frames on the Image topic, both tuned',
+             ('ours', 'tuned'), ('ours_topic', 'tuned'), None, '')]
     for allocator in ALLOCATORS:
         for key in ('zenoh_shm', 'zenoh'):
             rows.append((f'ours / {TRANSPORTS[key][0]}, both {allocator} malloc',

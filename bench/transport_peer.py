@@ -18,7 +18,7 @@ Entry point of the transport benchmark's server and client processes.
 ``python bench/transport_peer.py <grpc|zenoh|ros_minimal> server [--port P] [--shm]
 [--no-image]`` serves;
 ``python bench/transport_peer.py <grpc|zenoh|ros|ros_minimal> client --server-pid PID [--port P]
-[--shm] [--together] [--no-image]`` connects, then obeys commands on stdin (see
+[--shm] [--together] [--no-image] [--topic-frames]`` connects, then obeys commands on stdin (see
 :mod:`transport_common`).
 The server of ``ros`` is the product's ``policy_server`` node, started by ``bench_transport.py``
 itself; ``ros_minimal server`` is the bare rclpy reference server of :mod:`transport_ros`.
@@ -40,6 +40,8 @@ def main(argv=None):
     parser.add_argument('--server-pid', type=int, default=0)
     parser.add_argument('--together', action='store_true',
                         help='ros: publish the request with the observation, not ahead of it')
+    parser.add_argument('--topic-frames', action='store_true',
+                        help='ros: frames on the Image topic, not through shared memory')
     parser.add_argument('--no-image', action='store_true',
                         help='ros_minimal: joints only, no camera frame (small-message floor)')
     options = parser.parse_args(argv)
@@ -66,7 +68,9 @@ def main(argv=None):
         import transport_ros
         client = transport_ros.RosClient(admit=options.transport == 'ros',
                                          together=options.together,
-                                         image=not options.no_image)
+                                         image=not options.no_image,
+                                         share=(options.transport == 'ros'
+                                                and not options.topic_frames))
     connect_with_retries(client)
     serve_commands(client, options.server_pid)
 

@@ -17,12 +17,17 @@ Our ROS 2 path, client side: what the robot computer sends the policy server and
 
 Per round trip, as the product's nodes do it: a ``remote_inference/InferenceRequest`` on
 ``policy/request`` (qos.COMMANDS) whose earliest capture stamp is "now", then a
-``sensor_msgs/JointState`` on ``joint_states`` (qos.JOINT_STATES) and a ``sensor_msgs/Image``
-(rgb8, serialized by the hardware interface's own ``image_cdr.encode_image``) on
-``cameras/front/image_raw`` (qos.IMAGES) captured after it, so the server must use exactly this
-observation (joints first: on a robot they stream at 100 Hz, the frame completes the
-observation); the round trip ends when the matching ``remote_inference/ActionChunk`` arrives
-on ``policy/chunk`` (qos.CHUNKS) and its positions are a numpy array.
+``sensor_msgs/JointState`` on ``joint_states`` (qos.JOINT_STATES, serialized with
+``common/cdr.py`` as the hardware interface does) and the rgb8 frame captured
+after it, published by the hardware interface's own ``ImagePublisher``
+(:mod:`remote_inference_py.common.shared_images`, qos.IMAGES): with ``share=True``, as shipped,
+into a shared-memory ring with a ``SharedImage`` reference on ``cameras/front/image_raw/shm``
+(the server on this host reads the ring); with ``share=False`` as a serialized
+``sensor_msgs/Image`` on ``cameras/front/image_raw``, the path to a server on another host.
+The server must use exactly this observation (joints first: on a robot they stream at 100 Hz,
+the frame completes the observation); the round trip ends when the matching
+``remote_inference/ActionChunk`` arrives on ``policy/chunk`` (qos.CHUNKS) and its positions
+are a numpy array.
 
 The executor always asks before the observation it is answered with exists (the server waits
 for the first frame captured after the request), so the measured round trip starts when the
@@ -56,28 +61,31 @@ REQUEST_LEAD_S = 0.005
 class RosClient(Client):
     """A client node on the real message path of the product."""
 
-    def __init__(self, admit=True, together=False, image=True, timeout=30.0):
-        from remote_inference_py.common.image_cdr import encode_image
+    def __init__(self, admit=True, together=False, image=True, share=True, timeout=30.0):
         from remote_inference_py.common.process import tune_allocator
         tune_allocator()
         import rclpy
         from remote_inference.msg import ActionChunk, InferenceRequest
         from remote_inference.srv import Admit, GetCapabilities
-        from sensor_msgs.msg import Image, JointState
+        from sensor_msgs.msg import JointState
 
         from remote_inference_py.common import qos
+        from remote_inference_py.common.cdr import encode_joint_state
         from remote_inference_py.common.node_main import make_executor
+        from remote_inference_py.common.shared_images import ImagePublisher
 
         self.rclpy = rclpy
-        self.encode_image = encode_image
         self.together = together
         self.image = image
-        self.JointState, self.InferenceRequest = JointState, InferenceRequest
+        self.encode_joint_state = encode_joint_state
+        self.InferenceRequest = InferenceRequest
         rclpy.init()
         self.node = rclpy.create_node('transport_bench_client')
         self.executor = make_executor('single')   # what the executor node spins
         self.executor.add_node(self.node)
-        self.image_pub = self.node.create_publisher(Image, 'cameras/front/image_raw', qos.IMAGES)
+        self.camera = ImagePublisher(self.node, 'cameras/front/image_raw', qos.IMAGES, share,
+                                     'front')
+        self.share = share
         self.joint_pub = self.node.create_publisher(JointState, 'joint_states', qos.JOINT_STATES)
         self.request_pub = self.node.create_publisher(InferenceRequest, 'policy/request',
                                                       qos.COMMANDS)
@@ -93,7 +101,8 @@ class RosClient(Client):
         self.session_id = ''
         if admit:
             self._admit(Admit, GetCapabilities, deadline)
-        while (image and self.image_pub.get_subscription_count() < 1) or \
+        camera_pub = self.camera.shared_pub if share else self.camera.image_pub
+        while (image and camera_pub.get_subscription_count() < 1) or \
                 self.request_pub.get_subscription_count() < 1:
             if time.monotonic() > deadline:
                 raise RuntimeError('the policy server did not subscribe to our topics')
@@ -145,12 +154,10 @@ class RosClient(Client):
         stamp = self.node.get_clock().now().to_msg()
         if self.together:
             self._request(stamp)
-        joints = self.JointState(name=list(JOINTS), position=[float(v) for v in self.joints])
-        joints.header.stamp = stamp
-        self.joint_pub.publish(joints)
+        self.joint_pub.publish(self.encode_joint_state(   # as the hardware interface does
+            sec=stamp.sec, nanosec=stamp.nanosec, names=JOINTS, positions=self.joints))
         if self.image:
-            self.image_pub.publish(self.encode_image(stamp.sec, stamp.nanosec,
-                                                     'front_camera', self.frame, 'rgb8'))
+            self.camera.publish(stamp.sec, stamp.nanosec, 'front_camera', self.frame, 'rgb8')
         deadline = time.monotonic() + ANSWER_TIMEOUT_S
         while self.answer is None or self.answer.request_id != self.request_id:
             remaining = deadline - time.monotonic()
@@ -177,6 +184,7 @@ class RosClient(Client):
         return {'server_ms': self.timings, 'errors': self.errors}
 
     def close(self):
+        self.camera.close()
         self.executor.shutdown()
         self.node.destroy_node()
         self.rclpy.try_shutdown()
