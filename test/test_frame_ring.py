@@ -15,7 +15,9 @@
 """The shared-memory frame ring: round trips, late readers, bad references, bad files."""
 
 import errno
+import fcntl
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -144,18 +146,30 @@ def test_close_removes_the_file_and_rings_of_dead_writers_are_cleaned(tmp_path):
     writer = RingWriter('front', 64, directory=str(tmp_path))
     assert (tmp_path / writer.name).exists()
     assert oct((tmp_path / writer.name).stat().st_mode & 0o777) == '0o600'
-    dead = subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    stale = f'remote_inference_frames_{dead}_front_0123abcd'
-    (tmp_path / stale).write_bytes(b'left by a killed writer')
+    # A writer killed with SIGKILL leaves its ring, and its lock goes with it.
+    killed = subprocess.run(
+        [sys.executable, '-c', 'import os, signal, sys\n'
+         'from remote_inference_py.common.frame_ring import RingWriter\n'
+         f'print(RingWriter("side", 64, directory={str(tmp_path)!r}).name, flush=True)\n'
+         'os.kill(os.getpid(), signal.SIGKILL)'], capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL
+    assert (tmp_path / killed.stdout.strip()).exists()
+    # A live writer whose pid means nothing here (another PID namespace) holds its lock.
+    foreign = tmp_path / 'remote_inference_frames_999999999_front_0123abcd'
+    foreign.write_bytes(b'a ring written from a container')
+    lock = os.open(foreign, os.O_RDONLY)
+    fcntl.flock(lock, fcntl.LOCK_EX)
     other = tmp_path / 'fastrtps_port7411'
     other.write_bytes(b'not ours')
+    assert frame_ring.stale_rings(str(tmp_path)) == [killed.stdout.strip()]
     second = RingWriter('side', 64, directory=str(tmp_path))   # cleans up on start
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [writer.name, second.name, other.name])
+        [writer.name, second.name, foreign.name, other.name])
+    os.close(lock)
     writer.close()
     second.close()
     writer.close()                                              # twice is fine
+    assert frame_ring.remove_stale(str(tmp_path)) == [foreign.name]
     assert [p.name for p in tmp_path.iterdir()] == [other.name]
 
 

@@ -37,9 +37,12 @@ still holds ``n``: a frame overwritten while it was copied is never handed on
 (:class:`FrameGone`). The reference itself is published after the write, so a reader never
 sees a slot before it is complete. Files are mode 0600 (one user), created with
 ``posix_fallocate`` (a full ``/dev/shm`` is an error here, not a SIGBUS later), removed by
-:meth:`RingWriter.close`, and rings left by dead writers are removed when the next one starts.
+:meth:`RingWriter.close`, and rings left by dead writers are removed when the next one starts
+(a writer holds an ``flock`` on its file while it lives, which also works across PID
+namespaces, e.g. containers sharing ``/dev/shm``).
 """
 
+import fcntl
 import mmap
 import os
 import re
@@ -83,13 +86,18 @@ def _words(mapping) -> np.ndarray:
     return np.frombuffer(mapping, dtype='<u8', count=len(mapping) // 8)
 
 
-def _pid_alive(pid: int) -> bool:
+def _writer_gone(path: str) -> bool:
+    """Whether nobody holds the writer's lock on a ring file (its process is gone)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
         return False
-    except PermissionError:
-        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False        # locked: the writer lives (in any PID namespace, e.g. a container)
+    finally:
+        os.close(fd)        # also releases our lock
     return True
 
 
@@ -99,8 +107,8 @@ def stale_rings(directory: str = SHM_DIR) -> list:
         names = os.listdir(directory)
     except OSError:
         return []
-    return sorted(name for name in names if (match := NAME.fullmatch(name))
-                  and not _pid_alive(int(match.group(1))))
+    return sorted(name for name in names if NAME.fullmatch(name)
+                  and _writer_gone(os.path.join(directory, name)))
 
 
 def remove_stale(directory: str = SHM_DIR) -> list:
@@ -134,16 +142,16 @@ class RingWriter:
         fd = None
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)   # held while the writer lives: see stale_rings
             os.posix_fallocate(fd, 0, size)
             self._map = mmap.mmap(fd, size)
         except OSError as error:
             if fd is not None:
+                os.close(fd)
                 os.unlink(self.path)
             raise RingError(f'cannot create a {size} byte frame ring in {directory}: '
                             f'{error.strerror or error}') from None
-        finally:
-            if fd is not None:
-                os.close(fd)
+        self._fd = fd
         HEADER.pack_into(self._map, 0, MAGIC, VERSION, slots, 0, slot_bytes, 0)
         self._words = _words(self._map)
         self.latest = 0
@@ -184,6 +192,8 @@ class RingWriter:
             os.unlink(self.path)
         except FileNotFoundError:
             pass
+        finally:
+            os.close(self._fd)   # releases the lock
 
 
 class RingReader:

@@ -103,11 +103,6 @@ class ImageInput:
                                  qos_profile)
         self.update()
 
-    @property
-    def mode(self):
-        """'shared memory' or 'topic': where frames are read now."""
-        return 'topic' if self.image_sub is not None else 'shared memory'
-
     def on_shared(self, msg):
         """Read a frame the reference points at (or fall back to the topic)."""
         if msg.ring in self.unavailable:
