@@ -40,13 +40,14 @@ CMD = re.compile(r'^CMD t=(\d+) (.*)$', re.M)
 class Watch:
     """Collect executor status and requests seen by the test node."""
 
-    def __init__(self, node):
+    def __init__(self, node, requests=True):
         self.statuses = []
         self.requests = []
         node.create_subscription(ExecutorStatus, 'executor/status', self.statuses.append,
                                  qos.LATCHED)
-        node.create_subscription(InferenceRequest, 'policy/request', self.requests.append,
-                                 qos.COMMANDS)
+        if requests:
+            node.create_subscription(InferenceRequest, 'policy/request', self.requests.append,
+                                     qos.COMMANDS)
 
     @property
     def last(self):
@@ -56,9 +57,9 @@ class Watch:
         return self.last.state_name if self.last else ''
 
 
-def start_system(processes, ros, server=None, executor=None, arm=None):
+def start_system(processes, ros, server=None, executor=None, arm=None, watch_requests=True):
     node, spinner = ros
-    watch = Watch(node)
+    watch = Watch(node, watch_requests)
     arm_proc = processes.peer('fake_arm.py', params=arm or {}, node_name='fake_arm')
     server_proc = processes.peer('scripted_server.py', params=server or {},
                                  node_name='scripted_server')
@@ -189,6 +190,17 @@ def test_admission_mismatch_refuses_before_motion(processes, ros):
     out = executor.output()
     assert 'admission refused' in out and 'semantics' in out, out
     assert commands(arm) == []
+
+
+def test_motion_waits_until_the_request_topic_is_matched(processes, ros):
+    node, spinner = ros
+    watch, arm, server, executor = start_system(
+        processes, ros, server={'request_topic': 'elsewhere/request'},
+        executor={'admission_timeout_s': 3.0}, watch_requests=False)
+    assert executor.wait(20) != 0
+    out = executor.output()
+    assert 'admitted us, but policy/request has no subscriber' in out, out
+    assert 'motion started' not in out and commands(arm) == []
 
 
 def test_hardware_without_position_hold_never_moves(processes, ros):

@@ -21,7 +21,8 @@ capture stamp of the observation it used: joint j at time t is
 ``amplitude * sin(2 pi t / period_s + j)``, so consecutive chunks describe one smooth curve and
 a correctly aligned seam is small. Fault injection parameters: ``session_override`` (answer
 with another session id), ``nan_request`` (put a NaN in the chunk answering that request id),
-``future_capture_s`` (stamp chunks that far in the future), ``silent`` (stop answering).
+``future_capture_s`` (stamp chunks that far in the future), ``silent`` (stop answering),
+``request_topic`` (listen elsewhere: admission works, requests never arrive).
 """
 
 import math
@@ -60,6 +61,7 @@ class ScriptedServer(Node):
         p('nan_request', -1)
         p('future_capture_s', 0.0)
         p('silent', False)
+        p('request_topic', 'policy/request')   # another name: admits, but never hears requests
         self.session_id = ''
         self.samples = []          # (stamp_ns, positions) of recent joint_states
         self.pending = []          # (due_ns, request)
@@ -68,8 +70,8 @@ class ScriptedServer(Node):
         self.create_service(Admit, 'policy/admit', self.on_admit)
         self.create_subscription(JointState, 'joint_states', self.on_joint_states,
                                  qos.JOINT_STATES)
-        self.create_subscription(InferenceRequest, 'policy/request', self.on_request,
-                                 qos.COMMANDS)
+        self.create_subscription(InferenceRequest, self.value('request_topic'),
+                                 self.on_request, qos.COMMANDS)
         self.chunk_pub = self.create_publisher(ActionChunk, 'policy/chunk', qos.CHUNKS)
         self.create_timer(0.002, self.serve)
         self.get_logger().info('scripted server ready')

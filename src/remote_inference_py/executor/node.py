@@ -145,7 +145,8 @@ PARAMETERS = {
     'autostart': (False, _D.PARAMETER_BOOL,
                   'Start motion right after admission (otherwise call executor/start).'),
     'admission_timeout_s': (30.0, _D.PARAMETER_DOUBLE,
-                            'Fault if the server cannot be reached for admission [s].',
+                            'Fault if the server cannot be reached for admission, or its '
+                            'request and chunk topics do not match, within this long [s].',
                             0.1, 3600.0),
 }
 READ_ONLY = set(STRUCTURAL_FIELDS) | {'deployment', 'semantics', 'expected_features',
@@ -180,7 +181,8 @@ class ExecutorNode(Node):
         self.pending_config = None
         self.hardware = None
         self.measured_once = False
-        self.admission = 'discover'   # discover -> capabilities -> admit -> admitted | refused
+        # discover -> capabilities -> admit -> matching -> admitted | refused
+        self.admission = 'discover'
         self.admission_future = None
         self.admission_sent = 0.0
         self.admission_started = time.monotonic()
@@ -202,7 +204,7 @@ class ExecutorNode(Node):
                                  qos.COMMANDS, callback_group=io)
         self.create_subscription(HardwareInfo, 'hardware/info', self.on_hardware_info,
                                  qos.LATCHED, callback_group=io)
-        self.create_subscription(
+        self.chunk_sub = self.create_subscription(
             ActionChunk, 'policy/chunk', self.on_chunk, qos.CHUNKS, callback_group=io,
             event_callbacks=SubscriptionEventCallbacks(liveliness=self.on_server_liveliness))
         self.request_pub = self.create_publisher(InferenceRequest, 'policy/request',
@@ -395,14 +397,28 @@ class ExecutorNode(Node):
             if not response.success:
                 self._refuse(f'server refused admission: {response.message}')
                 return
-            self.admission = 'admitted'
-            with self.lock:
-                self.core.admit(response.session_id)
-            self.get_logger().info(
-                f'admitted: session={response.session_id} instance={response.instance_id} '
-                f'deployment={self.settings["deployment"]} semantics={self.settings["semantics"]}'
-                f' chunk_length={self.capabilities.chunk_length}; settings: '
-                f'{self._settings_text()}')
+            # The request and chunk topics may match a moment after the services did; a
+            # request published before that is lost, so motion waits for both (bounded).
+            self.admission = 'matching'
+            self.admission_sent = now_mono
+            self.admit_response = response
+        if self.admission == 'matching':
+            if self.request_pub.get_subscription_count() > 0 and \
+                    self.chunk_sub.get_publisher_count() > 0:
+                response = self.admit_response
+                self.admission = 'admitted'
+                with self.lock:
+                    self.core.admit(response.session_id)
+                self.get_logger().info(
+                    f'admitted: session={response.session_id} instance={response.instance_id} '
+                    f'deployment={self.settings["deployment"]} '
+                    f'semantics={self.settings["semantics"]} '
+                    f'chunk_length={self.capabilities.chunk_length}; settings: '
+                    f'{self._settings_text()}')
+            elif now_mono - self.admission_sent > self.settings['admission_timeout_s']:
+                self._refuse('the policy server admitted us, but policy/request has no '
+                             'subscriber or policy/chunk no publisher after '
+                             f'{self.settings["admission_timeout_s"]} s')
 
     def _check_capabilities(self, caps):
         """List every difference between the server's contract and ours."""
