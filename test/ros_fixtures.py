@@ -22,7 +22,6 @@ Helpers for tests that run nodes over real DDS.
 - :func:`fastdds_segments` lists Fast DDS shared-memory segments, to prove none leak.
 """
 
-import fcntl
 import os
 import pathlib
 import re
@@ -256,27 +255,11 @@ def fastdds_segments():
             and 'port' not in p.name}
 
 
-def _owner_alive(lock):
-    """Return True when a live process holds the flock on a segment's ``_el`` file."""
-    try:
-        fd = os.open(lock, os.O_RDWR)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
-
-
 def dead_segments():
     """Fast DDS segments and frame rings in /dev/shm whose owner process is gone (leaked)."""
     return {name[:-len('_el')] for name in fastdds_segments()
-            if name.endswith('_el') and not _owner_alive(pathlib.Path('/dev/shm', name))} | \
+            if name.endswith('_el')
+            and not frame_ring.lock_held(str(pathlib.Path('/dev/shm', name)))} | \
         set(frame_ring.stale_rings())
 
 

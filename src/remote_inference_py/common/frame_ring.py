@@ -48,6 +48,7 @@ import os
 import re
 import secrets
 import struct
+from typing import Optional
 
 import numpy as np
 
@@ -86,19 +87,23 @@ def _words(mapping) -> np.ndarray:
     return np.frombuffer(mapping, dtype='<u8', count=len(mapping) // 8)
 
 
-def _writer_gone(path: str) -> bool:
-    """Whether nobody holds the writer's lock on a ring file (its process is gone)."""
+def lock_held(path: str) -> Optional[bool]:
+    """
+    Whether a live process holds an ``flock`` on ``path`` (None: it cannot be opened).
+
+    A lock dies with its process, in any PID namespace (e.g. containers sharing /dev/shm).
+    """
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
-        return False
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        return False        # locked: the writer lives (in any PID namespace, e.g. a container)
+        return True
     finally:
-        os.close(fd)        # also releases our lock
-    return True
+        os.close(fd)        # also releases our lock, if we got it
+    return False
 
 
 def stale_rings(directory: str = SHM_DIR) -> list:
@@ -108,7 +113,7 @@ def stale_rings(directory: str = SHM_DIR) -> list:
     except OSError:
         return []
     return sorted(name for name in names if NAME.fullmatch(name)
-                  and _writer_gone(os.path.join(directory, name)))
+                  and lock_held(os.path.join(directory, name)) is False)
 
 
 def remove_stale(directory: str = SHM_DIR) -> list:
