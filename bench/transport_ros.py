@@ -17,8 +17,8 @@ Our ROS 2 path, client side: what the robot computer sends the policy server and
 
 Per round trip, as the product's nodes do it: a ``remote_inference/InferenceRequest`` on
 ``policy/request`` (qos.COMMANDS) whose earliest capture stamp is "now", then a
-``sensor_msgs/JointState`` on ``joint_states`` (qos.JOINT_STATES, serialized with
-``common/cdr.py`` as the hardware interface does) and the rgb8 frame captured
+``sensor_msgs/JointState`` on ``joint_states`` (qos.JOINT_STATES, serialized by
+``common/cdr.py``'s JointStateEncoder as the hardware interface does) and the rgb8 frame captured
 after it, published by the hardware interface's own ``ImagePublisher``
 (:mod:`remote_inference_py.common.shared_images`, qos.IMAGES): with ``share=True``, as shipped,
 into a shared-memory ring with a ``SharedImage`` reference on ``cameras/front/image_raw/shm``
@@ -27,7 +27,8 @@ into a shared-memory ring with a ``SharedImage`` reference on ``cameras/front/im
 The server must use exactly this observation (joints first: on a robot they stream at 100 Hz,
 the frame completes the observation); the round trip ends when the matching
 ``remote_inference/ActionChunk`` arrives on ``policy/chunk`` (qos.CHUNKS) and its positions
-are a numpy array.
+are a numpy array (read from the serialized bytes by ``common/cdr.py``'s ActionChunkDecoder,
+as the executor node reads them).
 
 The executor always asks before the observation it is answered with exists (the server waits
 for the first frame captured after the request), so the measured round trip starts when the
@@ -70,14 +71,15 @@ class RosClient(Client):
         from sensor_msgs.msg import JointState
 
         from remote_inference_py.common import qos
-        from remote_inference_py.common.cdr import encode_joint_state
+        from remote_inference_py.common.cdr import ActionChunkDecoder, JointStateEncoder
         from remote_inference_py.common.node_main import make_executor
         from remote_inference_py.common.shared_images import ImagePublisher
 
         self.rclpy = rclpy
         self.together = together
         self.image = image
-        self.encode_joint_state = encode_joint_state
+        self.joint_encoder = JointStateEncoder(JOINTS)
+        self.chunk_decoder = ActionChunkDecoder()
         self.InferenceRequest = InferenceRequest
         rclpy.init()
         self.node = rclpy.create_node('transport_bench_client')
@@ -90,7 +92,8 @@ class RosClient(Client):
         self.request_pub = self.node.create_publisher(InferenceRequest, 'policy/request',
                                                       qos.COMMANDS)
         self.answer = None
-        self.node.create_subscription(ActionChunk, 'policy/chunk', self._on_chunk, qos.CHUNKS)
+        self.node.create_subscription(ActionChunk, 'policy/chunk', self._on_chunk, qos.CHUNKS,
+                                      raw=True)   # decoded as the executor node does
         self.frame = make_frame()
         self.joints = make_joints()
         self.request_id = 0
@@ -132,8 +135,8 @@ class RosClient(Client):
             self.executor.spin_once(timeout_sec=0.02)
         return future.result()
 
-    def _on_chunk(self, msg):
-        self.answer = msg
+    def _on_chunk(self, raw):
+        self.answer = self.chunk_decoder.decode(raw)
 
     def _request(self, stamp):
         request = self.InferenceRequest()
@@ -151,13 +154,14 @@ class RosClient(Client):
             time.sleep(REQUEST_LEAD_S)
 
     def roundtrip(self):
-        stamp = self.node.get_clock().now().to_msg()
+        now = self.node.get_clock().now()
         if self.together:
-            self._request(stamp)
-        self.joint_pub.publish(self.encode_joint_state(   # as the hardware interface does
-            sec=stamp.sec, nanosec=stamp.nanosec, names=JOINTS, positions=self.joints))
+            self._request(now.to_msg())
+        sec, nanosec = divmod(now.nanoseconds, 1_000_000_000)
+        # as the hardware interface does: serialized bytes, then the frame
+        self.joint_pub.publish(self.joint_encoder.encode(sec, nanosec, self.joints))
         if self.image:
-            self.camera.publish(stamp.sec, stamp.nanosec, 'front_camera', self.frame, 'rgb8')
+            self.camera.publish(sec, nanosec, 'front_camera', self.frame, 'rgb8')
         deadline = time.monotonic() + ANSWER_TIMEOUT_S
         while self.answer is None or self.answer.request_id != self.request_id:
             remaining = deadline - time.monotonic()
@@ -170,8 +174,7 @@ class RosClient(Client):
             key = msg.error[:60]
             self.errors[key] = self.errors.get(key, 0) + 1
             return False
-        chunk = np.frombuffer(msg.positions, dtype=np.float32).reshape(
-            msg.step_count, len(msg.joint_names))
+        chunk = msg.positions.reshape(msg.step_count, len(msg.joint_names))
         self.timings.append((msg.queue_wait_ms, msg.preprocess_ms, msg.inference_ms,
                              msg.postprocess_ms))
         return chunk.shape == (50, 6)

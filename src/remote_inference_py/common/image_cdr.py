@@ -43,12 +43,7 @@ from typing import Any, Tuple
 
 import numpy as np
 
-CDR_BE = b'\x00\x00'
-CDR_LE = b'\x00\x01'
-
-
-class CdrError(ValueError):
-    """The bytes are not a well-formed plain-CDR ``sensor_msgs/Image``."""
+from remote_inference_py.common.cdr import CdrReader
 
 
 @dataclasses.dataclass
@@ -102,62 +97,9 @@ def image_parts(sec: int, nanosec: int, frame_id: str, frame: np.ndarray,
     return b'\0\x01\0\0' + head, frame.reshape(-1).view(np.uint8).data
 
 
-class _Reader:
-    """Aligned reads from a CDR body (offsets count from after the 4-byte header)."""
-
-    def __init__(self, raw, order: str):
-        self.raw = memoryview(raw)
-        self.order = order
-        self.offset = 4
-
-    def _take(self, size: int, field: str) -> int:
-        start = self.offset
-        if start + size > len(self.raw):
-            raise CdrError(f'{field}: needs {size} byte(s) at offset {start}, the message has '
-                           f'{len(self.raw)}')
-        self.offset += size
-        return start
-
-    def uint32(self, field: str) -> int:
-        self.offset += -(self.offset - 4) % 4
-        return struct.unpack_from(self.order + 'I', self.raw, self._take(4, field))[0]
-
-    def int32(self, field: str) -> int:
-        self.offset += -(self.offset - 4) % 4
-        return struct.unpack_from(self.order + 'i', self.raw, self._take(4, field))[0]
-
-    def uint8(self, field: str) -> int:
-        return self.raw[self._take(1, field)]
-
-    def string(self, field: str) -> str:
-        size = self.uint32(field + ' length')
-        if size == 0:           # some writers send an empty string as length 0
-            return ''
-        start = self._take(size, field)
-        if self.raw[start + size - 1] != 0:
-            raise CdrError(f'{field}: string is not NUL-terminated')
-        try:
-            return bytes(self.raw[start:start + size - 1]).decode()
-        except UnicodeDecodeError as error:
-            raise CdrError(f'{field}: not UTF-8 ({error})') from None
-
-    def octets(self, field: str):
-        size = self.uint32(field + ' length')
-        start = self._take(size, field)
-        return self.raw[start:start + size]
-
-
-def is_plain_cdr(raw) -> bool:
-    """Whether :func:`decode_image` can read these bytes (plain CDR, either byte order)."""
-    return len(raw) >= 4 and bytes(raw[:2]) in (CDR_LE, CDR_BE)
-
-
 def decode_image(raw) -> ImageFields:
     """Read an Image from plain-CDR bytes; the pixel data is a memoryview of ``raw``."""
-    if not is_plain_cdr(raw):
-        head = bytes(raw[:4]).hex() if len(raw) else 'nothing'
-        raise CdrError(f'not a plain CDR message (encapsulation {head})')
-    reader = _Reader(raw, '<' if bytes(raw[:2]) == CDR_LE else '>')
+    reader = CdrReader(raw)
     return ImageFields(
         sec=reader.int32('header.stamp.sec'), nanosec=reader.uint32('header.stamp.nanosec'),
         frame_id=reader.string('header.frame_id'), height=reader.uint32('height'),

@@ -28,10 +28,12 @@ which the node calls every second). Both paths hand the same serialized Image by
 the server validates and decodes them the same way.
 """
 
+import numpy as np
 from remote_inference.msg import SharedImage
 from sensor_msgs.msg import Image
 
-from remote_inference_py.common.cdr import encode_shared_image
+from remote_inference_py.common.cdr import (
+    CdrError, SharedImageDecoder, SharedImageEncoder, STAMP)
 from remote_inference_py.common.frame_ring import (
     FrameGone, RingError, RingReader, RingUnavailable, RingWriter, SHM_DIR)
 from remote_inference_py.common.image_cdr import image_parts
@@ -51,10 +53,20 @@ class ImagePublisher:
         self.ring = None
         self.shared = 0
         self.full = 0
+        self._head_key = None   # (frame_id, shape, dtype, encoding) of _head
+        self._head = b''        # the Image's bytes before the pixels, stamped 0
+        self._refs = None       # SharedImageEncoder for the ring and the frame id
 
     def publish(self, sec, nanosec, frame_id, frame, encoding):
         """Publish one frame (h x w x c numpy array) captured at ``sec``/``nanosec``."""
-        head, pixels = image_parts(sec, nanosec, frame_id, frame, encoding)
+        frame = np.ascontiguousarray(frame)
+        key = (frame_id, frame.shape, frame.dtype, encoding)
+        if key != self._head_key:   # serialized once per layout (see common/cdr.py)
+            self._head_key, self._head = key, image_parts(0, 0, frame_id, frame, encoding)[0]
+            self._refs = None
+        head = bytearray(self._head)
+        STAMP.pack_into(head, 4, sec, nanosec)
+        pixels = frame.reshape(-1).view(np.uint8).data
         if self.shared_pub is not None:
             self._share(head, pixels, sec, nanosec, frame_id)
         if self.shared_pub is None or self.image_pub.get_subscription_count() > 0:
@@ -75,11 +87,11 @@ class ImagePublisher:
                 return
             if self.ring is not None:
                 self.ring.close()
-            self.ring = ring
+            self.ring, self._refs = ring, None
+        if self._refs is None:
+            self._refs = SharedImageEncoder(frame_id, self.ring.name)
         slot, sequence = self.ring.write(head, pixels)
-        self.shared_pub.publish(encode_shared_image(
-            sec=sec, nanosec=nanosec, frame_id=frame_id, ring=self.ring.name, slot=slot,
-            sequence=sequence, size=size))
+        self.shared_pub.publish(self._refs.encode(sec, nanosec, slot, sequence, size))
         self.shared += 1
 
     def close(self):
@@ -99,12 +111,18 @@ class ImageInput:
         self.unavailable = set()
         self.proven = False
         self.image_sub = None
+        self.decoder = SharedImageDecoder()
         node.create_subscription(SharedImage, topic + SHARED_SUFFIX, self.on_shared,
-                                 qos_profile)
+                                 qos_profile, raw=True)
         self.update()
 
-    def on_shared(self, msg):
-        """Read a frame the reference points at (or fall back to the topic)."""
+    def on_shared(self, raw):
+        """Read a frame the serialized reference points at (or fall back to the topic)."""
+        try:
+            msg = self.decoder.decode(raw)
+        except CdrError as error:
+            self.on_reject('malformed', f'malformed SharedImage: {error}')
+            return
         if msg.ring in self.unavailable:
             return
         if self.reader is None or self.reader.name != msg.ring:

@@ -54,7 +54,6 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
-from rclpy.time import Time
 from remote_inference.msg import (
     ActionChunk,
     ExecutorStatus,
@@ -70,6 +69,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from remote_inference_py import PROTOCOL_VERSION
 from remote_inference_py.common import qos
+from remote_inference_py.common.cdr import ActionChunkDecoder, CdrError, JointStateDecoder
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import descriptor
 from remote_inference_py.executor.config import ExecutorConfig, STRUCTURAL_FIELDS
@@ -198,14 +198,17 @@ class ExecutorNode(Node):
 
         control = MutuallyExclusiveCallbackGroup()
         io = MutuallyExclusiveCallbackGroup()
+        # Serialized bytes read by our decoders (common/cdr.py: a fraction of rclpy's cost).
+        self.decoders = {'joint_states': JointStateDecoder(),
+                         'applied_command': JointStateDecoder(), 'chunk': ActionChunkDecoder()}
         self.create_subscription(JointState, 'joint_states', self.on_joint_states,
-                                 qos.JOINT_STATES, callback_group=io)
+                                 qos.JOINT_STATES, callback_group=io, raw=True)
         self.create_subscription(JointState, 'applied_command', self.on_applied,
-                                 qos.COMMANDS, callback_group=io)
+                                 qos.COMMANDS, callback_group=io, raw=True)
         self.create_subscription(HardwareInfo, 'hardware/info', self.on_hardware_info,
                                  qos.LATCHED, callback_group=io)
         self.chunk_sub = self.create_subscription(
-            ActionChunk, 'policy/chunk', self.on_chunk, qos.CHUNKS, callback_group=io,
+            ActionChunk, 'policy/chunk', self.on_chunk, qos.CHUNKS, callback_group=io, raw=True,
             event_callbacks=SubscriptionEventCallbacks(liveliness=self.on_server_liveliness))
         self.request_pub = self.create_publisher(InferenceRequest, 'policy/request',
                                                  qos.COMMANDS)
@@ -262,21 +265,25 @@ class ExecutorNode(Node):
 
     # ---- inputs -------------------------------------------------------------------------
 
-    def _by_name(self, msg, what):
+    def _by_name(self, raw, what):
         """Positions of a JointState in joint_names order; raise naming a missing joint."""
-        index = {name: i for i, name in enumerate(msg.name)}
-        if len(msg.position) != len(msg.name):
-            raise ValueError(f'{what} has {len(msg.name)} names but {len(msg.position)} '
+        try:
+            msg = self.decoders[what].decode(raw)
+        except CdrError as error:
+            raise ValueError(f'malformed {what}: {error}') from None
+        index = {name: i for i, name in enumerate(msg.names)}
+        if len(msg.positions) != len(msg.names):
+            raise ValueError(f'{what} has {len(msg.names)} names but {len(msg.positions)} '
                              f'positions')
         missing = [n for n in self.config.joint_names if n not in index]
         if missing:
             raise ValueError(f"joint '{missing[0]}' missing from {what}")
-        return np.array([msg.position[index[n]] for n in self.config.joint_names])
+        return np.array([msg.positions[index[n]] for n in self.config.joint_names])
 
-    def on_joint_states(self, msg):
+    def on_joint_states(self, raw):
         """Hand the measured pose to the core."""
         try:
-            positions = self._by_name(msg, 'joint_states')
+            positions = self._by_name(raw, 'joint_states')
         except ValueError as error:
             self.get_logger().error(str(error), throttle_duration_sec=2.0)
             return
@@ -287,10 +294,10 @@ class ExecutorNode(Node):
                 self.get_logger().error('joint_states carries a non-finite position; ignored',
                                         throttle_duration_sec=2.0)
 
-    def on_applied(self, msg):
+    def on_applied(self, raw):
         """Hand the target the driver really applied to the core (it is what we hold)."""
         try:
-            positions = self._by_name(msg, 'applied_command')
+            positions = self._by_name(raw, 'applied_command')
         except ValueError as error:
             self.get_logger().error(str(error), throttle_duration_sec=2.0)
             return
@@ -304,11 +311,17 @@ class ExecutorNode(Node):
             with self.lock:
                 self.core.on_actuation_failed(f'hardware interface fault: {msg.message}')
 
-    def on_chunk(self, msg):
+    def on_chunk(self, raw):
         """Validate and merge a chunk (the core drops it whole, with a reason, if bad)."""
         now = time.monotonic()
+        try:
+            msg = self.decoders['chunk'].decode(raw)
+        except CdrError as error:
+            self.get_logger().error(f'dropped a malformed ActionChunk: {error}',
+                                    throttle_duration_sec=2.0)
+            return
         chunk = Chunk(session_id=msg.session_id, request_id=msg.request_id,
-                      capture_time=self._to_core_time(Time.from_msg(msg.header.stamp), now),
+                      capture_time=self._to_core_time(msg.stamp_ns, now),
                       joint_names=tuple(msg.joint_names), step_period=msg.step_period,
                       positions=np.asarray(msg.positions, dtype=np.float64),
                       step_count=msg.step_count)
@@ -343,9 +356,9 @@ class ExecutorNode(Node):
 
     # ---- time ---------------------------------------------------------------------------
 
-    def _to_core_time(self, stamp, now_mono):
-        """Convert a ROS stamp (robot clock) to the core's monotonic clock."""
-        return now_mono - (self.get_clock().now() - stamp).nanoseconds * 1e-9
+    def _to_core_time(self, stamp_ns, now_mono):
+        """Convert a ROS stamp [ns] (robot clock) to the core's monotonic clock."""
+        return now_mono - (self.get_clock().now().nanoseconds - stamp_ns) * 1e-9
 
     def _to_ros_time(self, core_time, now_mono):
         """Convert a core time to a ROS stamp."""

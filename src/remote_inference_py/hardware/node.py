@@ -96,7 +96,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from remote_inference_py.common import qos
-from remote_inference_py.common.cdr import encode_joint_state
+from remote_inference_py.common.cdr import JointStateEncoder
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import descriptor as make_descriptor
 from remote_inference_py.common.shared_images import ImagePublisher
@@ -277,6 +277,7 @@ class HardwareInterfaceNode(LifecycleNode):
         self.joint_state_pub = self.create_publisher(JointState, 'joint_states',
                                                      qos.JOINT_STATES)
         self.applied_pub = self.create_publisher(JointState, 'applied_command', qos.COMMANDS)
+        self.joint_encoder = JointStateEncoder(self.settings['joint_names'])
         self.info_pub = self.create_publisher(HardwareInfo, 'hardware/info', qos.LATCHED)
         self.image_pubs = {}
         self.cube_pub = None
@@ -594,32 +595,28 @@ class HardwareInterfaceNode(LifecycleNode):
 
     # ---- publishing (any thread) --------------------------------------------------------
 
-    def _stamp(self, monotonic_time):
-        """Convert a monotonic time to a ROS stamp on the node's clock."""
-        now = self.get_clock().now()
-        age_ns = int((time.monotonic() - monotonic_time) * 1e9)
-        return Time(nanoseconds=now.nanoseconds - age_ns,
-                    clock_type=now.clock_type).to_msg()
+    def _stamp_ns(self, monotonic_time):
+        """Convert a monotonic time to a time [ns] on the node's clock."""
+        return self.get_clock().now().nanoseconds - int(
+            (time.monotonic() - monotonic_time) * 1e9)
 
     def publish_joint_state(self, publisher, positions, stamp):
         """Publish positions [rad] by joint name, stamped at monotonic time ``stamp``."""
-        when = self._stamp(stamp)   # serialized here: see common/cdr.py
-        publisher.publish(encode_joint_state(
-            sec=when.sec, nanosec=when.nanosec, names=self.settings['joint_names'],
-            positions=positions))
+        sec, nanosec = divmod(self._stamp_ns(stamp), 1_000_000_000)
+        publisher.publish(self.joint_encoder.encode(sec, nanosec, positions))  # see common/cdr
 
     def publish_image(self, camera, frame, stamp):
         """Publish one rendered rgb8 frame (called from the sim's camera thread)."""
         publisher = self.image_pubs.get(camera)
         if publisher is None:
             return
-        when = self._stamp(stamp)
-        publisher.publish(when.sec, when.nanosec, f'{camera}_camera', frame, 'rgb8')
+        sec, nanosec = divmod(self._stamp_ns(stamp), 1_000_000_000)
+        publisher.publish(sec, nanosec, f'{camera}_camera', frame, 'rgb8')
 
     def publish_cube_pose(self, position, orientation, stamp):
         """Publish the cube pose in the world frame [m]."""
         msg = PoseStamped()
-        msg.header.stamp = self._stamp(stamp)
+        msg.header.stamp = Time(nanoseconds=self._stamp_ns(stamp)).to_msg()
         msg.header.frame_id = 'world'
         msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (
             float(v) for v in position)

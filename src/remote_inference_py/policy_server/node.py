@@ -86,8 +86,7 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
 from remote_inference_py import PROTOCOL_VERSION
-from remote_inference_py.common import image_cdr, qos
-from remote_inference_py.common.cdr import encode_action_chunk
+from remote_inference_py.common import cdr, image_cdr, qos
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import descriptor as make_descriptor
 from remote_inference_py.common.shared_images import ImageInput
@@ -237,6 +236,7 @@ class PolicyServerNode(Node):
         self.core = None
         self.worker = None
         self.chunk_pubs = {}
+        self.chunk_encoders = {}   # per robot: its session's chunk layout
         self.image_inputs = []
 
         params = {name: self._value(name) for name in PARAMETERS}
@@ -350,9 +350,11 @@ class PolicyServerNode(Node):
     def _create_robot_entities(self, robot):
         spec = self.runtime.spec
         if self.core.assembler.state_joints:
+            decoder = cdr.JointStateDecoder()   # raw bytes: see common/cdr.py
             self.create_subscription(
                 JointState, topic_name(robot, 'joint_states'),
-                lambda msg, r=robot: self.on_joint_states(r, msg), qos.JOINT_STATES)
+                lambda raw, r=robot, d=decoder: self.on_joint_states(r, d, raw),
+                qos.JOINT_STATES, raw=True)
         for name, topic in self.topics.items():
             feature = spec.feature(name)
             full = topic_name(robot, topic)
@@ -375,6 +377,7 @@ class PolicyServerNode(Node):
                     lambda msg, r=robot, f=name: self.on_vector(r, f, msg), qos.IMAGES)
         self.create_subscription(InferenceRequest, topic_name(robot, 'policy/request'),
                                  lambda msg, r=robot: self.on_request(r, msg), qos.COMMANDS)
+        self.chunk_encoders[robot] = cdr.ActionChunkEncoder()
         self.chunk_pubs[robot] = self.create_publisher(
             ActionChunk, topic_name(robot, 'policy/chunk'), qos.CHUNKS)
         self.create_service(GetCapabilities, topic_name(robot, 'policy/get_capabilities'),
@@ -434,15 +437,21 @@ class PolicyServerNode(Node):
         else:
             self.serve_inline()
 
-    def on_joint_states(self, robot, msg):
+    def on_joint_states(self, robot, decoder, raw):
         """Hand a joint_states sample to the core (validated by name there)."""
+        try:
+            msg = decoder.decode(raw)
+        except cdr.CdrError as error:
+            self._rejected(robot, 'joint_states',
+                           InputError('malformed', f'malformed JointState: {error}'))
+            return
         self._stored(robot, 'joint_states', self.core.on_joint_states(
-            robot, self._stamp(robot, 'joint_states', msg.header.stamp), msg.name,
-            msg.position))
+            robot, self._stamp(robot, 'joint_states', msg.stamp_ns), msg.names,
+            msg.positions))
 
     def on_image(self, robot, feature, raw):
         """Hand an Image's serialized bytes to the core (pixels converted only when used)."""
-        plain = image_cdr.is_plain_cdr(raw)
+        plain = cdr.is_plain_cdr(raw)
         try:
             if plain:
                 msg = image_cdr.decode_image(raw)
@@ -587,13 +596,12 @@ class PolicyServerNode(Node):
         positions = answer.positions if answer.positions is not None else np.zeros((0, 0))
         timings = answer.timings
         sec, nanosec = divmod(answer.capture_stamp_ns, 1_000_000_000)
-        raw = encode_action_chunk(
+        raw = self.chunk_encoders[answer.robot].encode(
             sec=sec, nanosec=nanosec, session_id=answer.session_id,
             request_id=answer.request_id, joint_names=answer.joint_names,
-            step_period=answer.step_period, step_count=positions.shape[0],
-            positions=positions, error=answer.error, queue_wait_ms=timings.queue_wait_ms,
-            preprocess_ms=timings.preprocess_ms, inference_ms=timings.inference_ms,
-            postprocess_ms=timings.postprocess_ms)
+            step_period=answer.step_period, positions=positions, error=answer.error,
+            timings=(timings.queue_wait_ms, timings.preprocess_ms, timings.inference_ms,
+                     timings.postprocess_ms))
         where = f' robot {answer.robot!r}' if answer.robot else ''
         if answer.error:
             self.log_throttled('warning', (answer.robot, 'failed', answer.error[:40]),
