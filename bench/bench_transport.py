@@ -28,8 +28,8 @@ float32 chunk from a zero-cost policy. Server and client run in separate process
   observation it is answered with is captured, so the round trip runs from the observation's
   publication to the chunk), Fast DDS with ``config/fastdds_shm.xml``,
   ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and a domain id of its own; each spins the rclpy
-  executor of the node it is or stands for (``make_executor``: the server the EventsExecutor,
-  the client the SingleThreadedExecutor like the executor node);
+  executor of the node it is or stands for (``make_executor``: the EventsExecutor, which the
+  executor node spins beside its control-tick thread);
 - ours with the request published together with the observation: a worst case the product
   does not produce, for comparison;
 - gRPC + pickle as LeRobot's async inference ships it (``bench/transport_grpc.py``);
@@ -367,8 +367,9 @@ def tables(stats, options, elapsed):
     lines += ['', 'Notes: ours = the installed policy_server node with the zero-cost policy of '
               'bench/transport_policy.py (it takes the frame as received: model_dtype uint8, '
               'native size); the client sends the request ahead of the observation like the '
-              'executor, calls tune_allocator() and spins the SingleThreadedExecutor like the '
-              'executor node; its round trip runs from publishing the observation to the chunk. '
+              'executor, calls tune_allocator(), spins the EventsExecutor and decodes chunks '
+              'like the executor node; its round trip runs from publishing the observation to '
+              'the chunk. '
               'gRPC: two RPCs per round trip (SendObservations streamed, GetActions), '
               'actions pickled as numpy (LeRobot pickles torch tensors, which costs more). '
               'Zenoh: query/reply, the server replies from a direct callback; shared memory '

@@ -366,11 +366,11 @@ def test_the_executor_runs_on_the_policy_server(processes, ros):
     statuses = []
     node.create_subscription(ExecutorStatus, 'executor/status', statuses.append, qos.LATCHED)
     processes.peer('fake_arm.py', node_name='fake_arm', params={'log_commands': False})
-    # The override: this executor node spins rclpy's EventsExecutor, not its default
-    # SingleThreadedExecutor (the server spins its default EventsExecutor).
+    # The override: this executor node spins rclpy's SingleThreadedExecutor, not the default
+    # EventsExecutor (the server spins its default EventsExecutor).
     executor = processes.console_script('executor', node_name='executor', params={
         'deployment': 'so101', 'semantics': SO101, 'autostart': True, 'refill_seconds': 0.3},
-        env=dict(os.environ, REMOTE_INFERENCE_EXECUTOR='events'))
+        env=dict(os.environ, REMOTE_INFERENCE_EXECUTOR='single'))
     # The executor asks for admission as soon as it sees the server and reports the position
     # hold it knows of then: let it receive the arm's hardware/info first.
     executor.wait_for_output('executor up', 20, spinner)

@@ -48,7 +48,7 @@ EXECUTORS = ('events', 'single')
 SPIN_PERIOD_S = 0.1
 
 
-def make_executor(default='events'):
+def make_executor():
     """
     Return the executor a node spins: rclpy's EventsExecutor or SingleThreadedExecutor.
 
@@ -58,15 +58,16 @@ def make_executor(default='events'):
     the SingleThreadedExecutor. So our nodes keep every callback short and non-blocking, and
     run slow work (inference, bus I/O) in their own worker threads.
 
-    ``default`` is the node's choice. The EventsExecutor (``rclpy.experimental``, rclpy >=
-    7.1.4 on Jazzy, Kilted) dispatches messages in C++: it took ~0.2 ms (a tenth) off an
-    observation-to-chunk round trip, so the policy server and the hardware interface use it.
-    Its timers fire less precisely (100 Hz tick period p99 +0.4 to +1.1 ms against +0.1 to
-    +0.4 ms, bench/results/executor.md), so the executor's control loop keeps the
-    SingleThreadedExecutor. ``REMOTE_INFERENCE_EXECUTOR=events|single`` overrides the choice
-    for every node; where rclpy has no EventsExecutor the SingleThreadedExecutor is used.
+    The EventsExecutor (``rclpy.experimental``, rclpy >=
+    7.1.4 on Jazzy, Kilted) dispatches messages in C++: on the policy server it took ~0.2 ms (a
+    tenth) off an observation-to-chunk round trip, on the executor node's side another
+    ~0.25 ms, so every node spins it. Its timers fire less precisely (100 Hz period p99 +0.8
+    to +1.5 ms idle, against +0.2 to +0.9 ms), so the executor's control tick is not a timer
+    but a thread of its own (``common/ticker.py``). ``REMOTE_INFERENCE_EXECUTOR=events|single``
+    overrides the choice for every node; where rclpy has no EventsExecutor the
+    SingleThreadedExecutor is used.
     """
-    choice = os.environ.get(EXECUTOR_ENV, default)
+    choice = os.environ.get(EXECUTOR_ENV, 'events')
     if choice not in EXECUTORS:
         raise ConfigError(f'{EXECUTOR_ENV}={choice!r} is not one of {", ".join(EXECUTORS)}')
     if choice == 'events':
@@ -78,12 +79,8 @@ def make_executor(default='events'):
     return SingleThreadedExecutor()
 
 
-def run_node(node_factory, args=None, executor='events'):
-    """
-    Create the node, spin it until it is finished, clean up; return the exit code.
-
-    ``executor`` is the node's default for :func:`make_executor` ('events' or 'single').
-    """
+def run_node(node_factory, args=None):
+    """Create the node, spin it until it is finished, clean up; return the exit code."""
     tune_allocator()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
@@ -101,7 +98,7 @@ def run_node(node_factory, args=None, executor='events'):
     spinning = None
     spinner = None
     try:
-        spinning = make_executor(executor)
+        spinning = make_executor()
         node = node_factory()
         spinning.add_node(node)
         # Spin in a worker thread, so the main thread only waits and signal handlers run at

@@ -36,17 +36,17 @@ name                       dir    type                         role
 Services: ``policy/get_capabilities`` and ``policy/admit`` (client), ``executor/start`` and
 ``executor/stop`` (``std_srvs/Trigger``).
 
-Threads: the node spins on one thread (see ``run_node``: rclpy's MultiThreadedExecutor
-delayed timers by up to 1.5 s here). Every callback only hands data to the core and returns
-in well under a millisecond, so none delays a tick by more than that; the control timer still
-has its own callback group and every core call is made under one lock, so the node stays
-correct under a multi-threaded executor too.
+Threads: the control tick runs on a thread of its own with absolute deadlines
+(``common/ticker.py``); messages, services and the status timer are handled by rclpy's
+EventsExecutor on another (``run_node``). Every callback only hands data to the core and
+returns in well under a millisecond, and every core call is made under one lock.
 """
 
 import collections
 import dataclasses
 import threading
 import time
+import traceback
 
 import numpy as np
 from rcl_interfaces.msg import ParameterType, SetParametersResult
@@ -72,6 +72,7 @@ from remote_inference_py.common import qos
 from remote_inference_py.common.cdr import ActionChunkDecoder, CdrError, JointStateDecoder
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import descriptor
+from remote_inference_py.common.ticker import Ticker
 from remote_inference_py.executor.config import ExecutorConfig, STRUCTURAL_FIELDS
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 
@@ -196,7 +197,6 @@ class ExecutorNode(Node):
         self.last_tick_time = None
         self.tick_periods = collections.deque(maxlen=TICK_WINDOW)
 
-        control = MutuallyExclusiveCallbackGroup()
         io = MutuallyExclusiveCallbackGroup()
         # Serialized bytes read by our decoders (common/cdr.py: a fraction of rclpy's cost).
         self.decoders = {'joint_states': JointStateDecoder(),
@@ -224,13 +224,14 @@ class ExecutorNode(Node):
         self.create_service(Trigger, 'executor/start', self.on_start, callback_group=io)
         self.create_service(Trigger, 'executor/stop', self.on_stop, callback_group=io)
         self.add_on_set_parameters_callback(self.on_set_parameters)
-        self.create_timer(self.config.tick_period, self.on_tick, callback_group=control)
         self.create_timer(STATUS_PERIOD_S, self.publish_status, callback_group=io)
         self.get_logger().info(
             f'executor up: fps={self.config.fps} x{self.config.interpolation_multiplier}, '
             f'merge={self.config.chunk_merge}, synchronous={self.config.synchronous}, '
             f'refill_seconds={self.config.refill_seconds}, output={self.settings["output_format"]}'
             f'; waiting for the policy server to admit us')
+        self.ticker = Ticker(self.config.tick_period, self.on_tick, self._tick_failed, 'control')
+        self.ticker.start()
 
     # ---- parameters ---------------------------------------------------------------------
 
@@ -544,6 +545,13 @@ class ExecutorNode(Node):
                                    f'{": " + self.core.stats().message if self.exit_code else ""}')
             self.finished = True
 
+    def _tick_failed(self, error):
+        """Finish with an error after a tick raised (no more ticks: the arm holds its target)."""
+        self.get_logger().fatal('control tick failed: ' + ''.join(
+            traceback.format_exception(type(error), error, error.__traceback__)))
+        self.exit_code = 1
+        self.finished = True
+
     def _send_request(self, order, now):
         msg = InferenceRequest()
         msg.header.stamp = self.get_clock().now().to_msg()
@@ -587,7 +595,8 @@ class ExecutorNode(Node):
             response.success = False
             response.message = f'cannot start in state {self.core.state.name}'
         else:
-            self.start_requested = True
+            with self.lock:
+                self.start_requested = True
             response.success = True
             response.message = 'starting' if not why else f'will start when ready: {why}'
         return response
@@ -611,7 +620,8 @@ class ExecutorNode(Node):
                 self.core.stop(time.monotonic())
 
     def close(self):
-        """Publish the final status and let it reach subscribers before the process ends."""
+        """Stop ticking; publish the final status and let it reach subscribers."""
+        self.ticker.stop()
         self.publish_status()
         for publisher in (self.command_pub, self.status_pub, self.request_pub):
             publisher.wait_for_all_acked(Duration(seconds=1.0))
@@ -679,8 +689,7 @@ class ExecutorNode(Node):
 
 def main(args=None):
     """Run the executor node; exit non-zero after a terminal fault."""
-    # Timer precision over message latency: the control tick is a timer (see make_executor).
-    raise SystemExit(run_node(ExecutorNode, args, executor='single'))
+    raise SystemExit(run_node(ExecutorNode, args))   # the tick has its own thread (Ticker)
 
 
 if __name__ == '__main__':

@@ -1,0 +1,79 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A control loop on its own thread with absolute deadlines, as ros2_control runs its update loop.
+
+The executor node's control tick used to be an rclpy timer, which ties its precision to the
+rclpy executor the node spins. Measured side by side at 100 Hz on our 2-core machines: the
+EventsExecutor's timers fired with a period p99 0.8-1.5 ms off when idle (the
+SingleThreadedExecutor's: 0.2-0.9 ms), while the SingleThreadedExecutor's Python wait-set loop
+added ~0.3 ms to every received chunk at 30 Hz. A :class:`Ticker` sleeps until each deadline
+on its own thread (``time.sleep`` is an absolute ``clock_nanosleep`` on CLOCK_MONOTONIC) and
+calls the tick there, so the node can spin the EventsExecutor for its messages. Deadlines stay
+on the grid ``start + k * period``; after a stall the loop ticks once at once and skips the
+other deadlines it missed instead of running them back to back (as rclpy's timers do; the
+executor core counts the skipped ticks from its time stamps).
+"""
+
+import threading
+import time
+from typing import Callable
+
+
+class Ticker:
+    """Call ``tick()`` every ``period_s`` seconds on a thread of its own until stopped."""
+
+    def __init__(self, period_s: float, tick: Callable[[], None],
+                 on_error: Callable[[BaseException], None], name: str = 'ticker'):
+        if not period_s > 0.0:
+            raise ValueError(f'a ticker period must be positive, got {period_s}')
+        self.period_s = period_s
+        self._tick, self._on_error = tick, on_error
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        """Start ticking (the first tick is due at once)."""
+        self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop after the tick in progress, if any; wait up to ``timeout`` s for it."""
+        self._stop.set()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    @property
+    def running(self) -> bool:
+        """Whether the loop is still running."""
+        return self._thread.is_alive()
+
+    def _run(self) -> None:
+        period = self.period_s
+        deadline = time.monotonic()
+        while not self._stop.is_set():
+            delay = deadline - time.monotonic()
+            if delay > 0.0:
+                time.sleep(delay)
+                if self._stop.is_set():
+                    return
+            try:
+                self._tick()
+            except BaseException as error:  # noqa: B902 - handed to the owner, loop ends
+                self._on_error(error)
+                return
+            deadline += period
+            late = time.monotonic() - deadline
+            if late >= period:     # run the latest missed deadline at once, skip the others
+                deadline += (late // period) * period
