@@ -15,6 +15,7 @@
 """Observation buffers, selection by capture stamp and assembly by name (no ROS)."""
 
 import io
+import itertools
 import math
 
 import numpy as np
@@ -24,7 +25,7 @@ import pytest
 from remote_inference_py.policy_server.images import CompressedImage, InputError, RawImage
 from remote_inference_py.policy_server.manifest import spec_from_dict
 from remote_inference_py.policy_server.observation import (
-    JOINT_STATES, ObservationAssembler, Sample, StreamBuffer)
+    JOINT_STATES, MAX_NAME_LISTS, ObservationAssembler, Sample, StreamBuffer)
 from remote_inference_py.policy_server.units import JointConverter
 
 JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper']
@@ -111,6 +112,23 @@ def test_bad_joint_states_are_named(names, positions, code, message):
     with pytest.raises(InputError) as error:
         ObservationAssembler(spec()).joint_sample(1, names, positions)
     assert error.value.code == code and message in str(error.value)
+
+
+def test_the_name_order_is_remembered_and_every_message_still_checked():
+    assembler = ObservationAssembler(spec())
+    shuffled = tuple(reversed(JOINTS))
+    for scale in (1.0, 2.0):   # the second message reuses the remembered order
+        sample = assembler.joint_sample(5, shuffled, [scale * v for v in range(6, 0, -1)])
+        assert sample.payload.tolist() == [scale * v for v in range(1, 7)]
+    with pytest.raises(InputError, match='non-finite'):
+        assembler.joint_sample(6, shuffled, [math.inf] + [0.0] * 5)
+    for _ in range(2):         # a bad name list is refused every time, never remembered
+        with pytest.raises(InputError, match="unknown joint 'elbow_roll'"):
+            assembler.joint_sample(7, JOINTS[:5] + ['elbow_roll'], [0.0] * 6)
+    for names in itertools.islice(itertools.permutations(JOINTS), 40):
+        assert assembler.joint_sample(8, names, list(range(6))).payload.tolist() == [
+            float(names.index(j)) for j in JOINTS]
+    assert len(assembler._joint_orders) <= MAX_NAME_LISTS
 
 
 def fill(assembler, buffers, stamps_ms, positions=None):

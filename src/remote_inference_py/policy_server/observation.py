@@ -48,6 +48,7 @@ from remote_inference_py.policy_server.manifest import PolicySpec
 from remote_inference_py.policy_server.units import JointConverter
 
 JOINT_STATES = 'joint_states'
+MAX_NAME_LISTS = 16   # joint name lists whose order joint_sample remembers
 
 
 @dataclasses.dataclass
@@ -181,6 +182,7 @@ class ObservationAssembler:
         for feature in spec.features:
             if feature.kind != 'state':
                 self._history[feature.name] = feature.history
+        self._joint_orders: Dict[Tuple[str, ...], np.ndarray] = {}   # see joint_sample
 
     def new_buffers(self, capacity: int) -> Dict[str, StreamBuffer]:
         """Return one empty buffer per stream this policy needs."""
@@ -195,6 +197,23 @@ class ObservationAssembler:
         if len(positions) != len(names):
             raise InputError('shape', f'joint_states has {len(names)} names but '
                                       f'{len(positions)} positions')
+        key = tuple(names)
+        order = self._joint_orders.get(key)
+        if order is None:          # names checked once per name list, not per message
+            order = self._joint_order(key)
+            if len(self._joint_orders) >= MAX_NAME_LISTS:
+                self._joint_orders.clear()
+            self._joint_orders[key] = order
+        values = np.asarray(positions, dtype=np.float64)[order]
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            raise InputError('non_finite', f"joint '{self.state_joints[bad[0]]}' has a "
+                                           f'non-finite position ({values[bad[0]]}) in '
+                                           'joint_states')
+        return Sample(stamp_ns, values)
+
+    def _joint_order(self, names: Tuple[str, ...]) -> np.ndarray:
+        """Index of each state joint in ``names``; InputError names a wrong or missing one."""
         index = {}
         for i, name in enumerate(names):
             if name in index:
@@ -204,17 +223,10 @@ class ObservationAssembler:
                                  f"unknown joint '{name}' in joint_states (the policy's "
                                  f'joints: {", ".join(self.state_joints)})')
             index[name] = i
-        values = np.empty(len(self.state_joints), dtype=np.float64)
-        for k, joint in enumerate(self.state_joints):
+        for joint in self.state_joints:
             if joint not in index:
                 raise InputError('missing_joint', f"joint '{joint}' missing from joint_states")
-            values[k] = positions[index[joint]]
-        bad = np.flatnonzero(~np.isfinite(values))
-        if bad.size:
-            raise InputError('non_finite', f"joint '{self.state_joints[bad[0]]}' has a "
-                                           f'non-finite position ({values[bad[0]]}) in '
-                                           'joint_states')
-        return Sample(stamp_ns, values)
+        return np.array([index[joint] for joint in self.state_joints], dtype=np.intp)
 
     def image_sample(self, feature_name: str, stamp_ns: int, image: Any) -> Sample:
         """Check an image's metadata (encoding, size); return the sample or raise InputError."""
