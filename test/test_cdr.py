@@ -155,6 +155,10 @@ def test_joint_state_decoder_reuses_the_layout_only_for_equal_bytes():
         got = decoder.decode(raw)
         assert (got.names, list(got.positions)) == (tuple(other.name), list(other.position))
     assert not decoder._layout.matches(first[:-4])   # shorter than the positions: parsed
+    fewer = serialize_message(joint_state(1, 2, 'base', ['a', 'b'], [0.5]))
+    for _ in range(2):                               # the second time through the layout
+        got = decoder.decode(fewer)
+        assert (got.names, list(got.positions)) == (('a', 'b'), [0.5])
 
 
 def test_joint_state_decoder_names_the_truncated_field():

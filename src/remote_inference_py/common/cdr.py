@@ -355,15 +355,15 @@ class JointStateDecoder:
     """Read ``sensor_msgs/JointState`` bytes (velocity and effort, never used, are skipped)."""
 
     def __init__(self):
-        self._layout = None   # replaced whole (thread safe): _Layout with values (names, at)
+        self._layout = None   # replaced whole (thread safe); values: names, positions at, count
 
     def decode(self, raw) -> JointStateFields:
         """Return stamp, names and positions; CdrError names what is malformed."""
         layout = self._layout
         if layout is not None and layout.matches(raw):
-            names, at = layout.values
+            names, at, count = layout.values
             return JointStateFields(_stamp_ns(*STAMP.unpack_from(raw, 4)), names,
-                                    np.frombuffer(raw, '<f8', len(names), at))
+                                    np.frombuffer(raw, '<f8', count, at))
         if not is_plain_cdr(raw):
             from sensor_msgs.msg import JointState
             msg = _foreign(raw, JointState)
@@ -378,7 +378,7 @@ class JointStateDecoder:
         end = reader.offset
         if reader.little:
             self._layout = _Layout(reader, [(4, 12), (end - positions.nbytes, end)], False,
-                                   (names, end - positions.nbytes))
+                                   (names, end - positions.nbytes, positions.size))
         return JointStateFields(stamp, names, positions)
 
 
