@@ -154,7 +154,7 @@ def tick_jitter(fps, load, seconds, spin='events'):
 def main(argv=None):
     """Run both benchmarks, print the tables and write bench/results/executor.md."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument('--seconds', type=float, default=10.0,
+    parser.add_argument('--seconds', type=float, default=8.0,
                         help='duration of each jitter run [s]')
     parser.add_argument('--rates', type=float, nargs='+', default=[30.0, 100.0, 200.0])
     options = parser.parse_args(argv)

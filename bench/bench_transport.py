@@ -54,7 +54,7 @@ drifts of this shared 2-core machine spread over all cells. The first round trip
 block are discarded (warm-up). Minor page faults are counted per round trip for the client
 (getrusage) and the server (/proc/<pid>/stat).
 
-Run: ``./run bench transport`` (or ``python bench/bench_transport.py --rounds 10`` inside
+Run: ``./run bench transport`` (or ``python bench/bench_transport.py --rounds 8`` inside
 ``./run shell``). Prints markdown tables and writes bench/results/transport.md and
 bench/results/transport.png.
 """
@@ -452,7 +452,7 @@ def machine():
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument('--rounds', type=int, default=10)
+    parser.add_argument('--rounds', type=int, default=8)
     parser.add_argument('--b2b', type=int, default=40,
                         help='measured back-to-back round trips per cell and round')
     parser.add_argument('--paced', type=int, default=40,
