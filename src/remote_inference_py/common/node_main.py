@@ -59,14 +59,13 @@ def make_executor():
     the SingleThreadedExecutor. So our nodes keep every callback short and non-blocking, and
     run slow work (inference, bus I/O) in their own worker threads.
 
-    The EventsExecutor (``rclpy.experimental``, rclpy >=
-    7.1.4 on Jazzy, Kilted) dispatches messages in C++: on the policy server it took ~0.2 ms (a
-    tenth) off an observation-to-chunk round trip, on the executor node's side another
-    ~0.25 ms, so every node spins it. Its timers fire less precisely (100 Hz period p99 +0.8
-    to +1.5 ms idle, against +0.2 to +0.9 ms), so the executor's control tick is not a timer
-    but a thread of its own (``common/ticker.py``). ``REMOTE_INFERENCE_EXECUTOR=events|single``
-    overrides the choice for every node; where rclpy has no EventsExecutor the
-    SingleThreadedExecutor is used.
+    The EventsExecutor (``rclpy.experimental``, rclpy >= 7.1.4 on Jazzy, Kilted) dispatches
+    messages in C++: on the policy server it took ~0.2 ms (a tenth) off an observation-to-chunk
+    round trip, on the executor node's side another ~0.25 ms, so every node spins it. Its
+    timers fire less precisely (100 Hz period p99 +0.8 to +1.5 ms idle, against +0.2 to
+    +0.9 ms), so the executor's control tick is not a timer but a thread of its own
+    (``common/ticker.py``). ``REMOTE_INFERENCE_EXECUTOR=events|single`` overrides the choice
+    for every node; where rclpy has no EventsExecutor the SingleThreadedExecutor is used.
     """
     choice = os.environ.get(EXECUTOR_ENV, 'events')
     if choice not in EXECUTORS:
