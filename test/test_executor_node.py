@@ -25,7 +25,7 @@ import re
 
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
-from remote_inference.msg import ExecutorStatus, InferenceRequest
+from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest
 from ros_fixtures import clean_dead_segments
 
 from remote_inference_py.common import qos
@@ -162,7 +162,14 @@ def test_bad_chunks_are_dropped_with_a_named_reason(processes, ros):
     spinner.until(lambda: watch.last and watch.last.chunks_dropped >= 1, 20, 'a dropped chunk')
     assert 'non-finite' in watch.last.last_drop_reason
     assert 'gripper' in watch.last.last_drop_reason
-    spinner.until(lambda: watch.last.chunks_accepted >= 3, 10, 'motion continues')
+    # Bytes that are no ActionChunk at all (the executor reads chunks raw): named, dropped.
+    garbage = node.create_publisher(ActionChunk, 'policy/chunk', qos.CHUNKS)
+    accepted = watch.last.chunks_accepted
+    spinner.until(lambda: garbage.get_subscription_count() > 0, 10, 'executor matched')
+    garbage.publish(b'\0\x01\0\0' + b'\xff' * 7)
+    executor.wait_for_output('dropped a malformed ActionChunk: header.frame_id', 10, spinner)
+    spinner.until(lambda: watch.last.chunks_accepted >= max(accepted + 2, 3), 10,
+                  'motion continues')
     assert watch.state() in ('RUNNING', 'WAITING')
 
 
