@@ -34,12 +34,10 @@ from rcl_interfaces.srv import SetParameters
 from remote_inference.msg import HardwareInfo
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
-import yaml
 
 from remote_inference_py.common import qos
 from remote_inference_py.hardware.calibration import Calibration, SO101_JOINT_NAMES
 from remote_inference_py.hardware.emulator import EmulatorProcess
-from remote_inference_py.hardware.node import PARAMETERS
 
 JOINTS = list(SO101_JOINT_NAMES)
 IDS = {name: index + 1 for index, name in enumerate(JOINTS)}
@@ -326,20 +324,3 @@ def test_a_missing_motor_is_named_and_nothing_moves(processes, ros):
         assert emulator.port in output
         assert set(emulator.get(i, 'Torque_Enable') for i in range(1, 6)) == {0}
         assert np.all(np.array([emulator.get(i, 'Goal_Position') for i in range(1, 6)]) == 2048)
-
-
-@pytest.mark.parametrize('name', ['so101_feetech.yaml', 'so101_sim.yaml'])
-def test_config_files_use_declared_parameter_names_and_types(name):
-    path = os.path.join(os.path.dirname(EXAMPLE), name)
-    with open(path, encoding='utf-8') as stream:
-        sections = yaml.safe_load(stream)
-    values = next(v for k, v in sections.items()
-                  if k.split('/')[-1] == 'hardware_interface')['ros__parameters']
-    kinds = {ParameterType.PARAMETER_STRING: str, ParameterType.PARAMETER_BOOL: bool,
-             ParameterType.PARAMETER_INTEGER: int, ParameterType.PARAMETER_DOUBLE: float,
-             ParameterType.PARAMETER_STRING_ARRAY: list,
-             ParameterType.PARAMETER_INTEGER_ARRAY: list,
-             ParameterType.PARAMETER_DOUBLE_ARRAY: list}
-    for key, value in values.items():
-        assert key in PARAMETERS, f'{name}: {key!r} is not a declared parameter'
-        assert type(value) is kinds[PARAMETERS[key][1]], f'{name}: {key!r} = {value!r}'

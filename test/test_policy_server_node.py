@@ -24,7 +24,6 @@ wall-clock speed.
 
 import io
 import os
-import pathlib
 import re
 
 import numpy as np
@@ -37,13 +36,11 @@ from remote_inference.srv import Admit, GetCapabilities
 from ros_fixtures import NodeProcess
 from sensor_msgs.msg import CompressedImage, Image as ImageMsg, JointState
 import test_policy_models as models
-import yaml
 
 from remote_inference_py import PROTOCOL_VERSION
 from remote_inference_py.common import qos
 from remote_inference_py.policy_server.export import save_pt2
 from remote_inference_py.policy_server.manifest import spec_from_dict
-from remote_inference_py.policy_server.node import PARAMETERS
 
 JOINTS = models.JOINTS
 SO101 = 'so101-degrees-gripper-percent-v1'
@@ -383,23 +380,3 @@ def test_the_executor_runs_on_the_policy_server(processes, ros):
     assert statuses[-1].chunks_dropped == 0, statuses[-1].last_drop_reason
     assert re.search(r'admitted /executor: session \w+, merge mode aligned', server.output())
     assert executor.stop() == 0
-
-
-CONFIG_DIR = pathlib.Path(__file__).resolve().parents[1] / 'config'
-
-
-@pytest.mark.parametrize('config', sorted(p.name for p in CONFIG_DIR.glob('*.yaml')
-                                          if 'policy_server:' in p.read_text()))
-def test_config_files_use_declared_names_and_types(config):
-    sections = yaml.safe_load((CONFIG_DIR / config).read_text())
-    values = next(v for k, v in sections.items()
-                  if k.split('/')[-1] == 'policy_server')['ros__parameters']
-    kinds = {ParameterType.PARAMETER_STRING: str, ParameterType.PARAMETER_DOUBLE: float,
-             ParameterType.PARAMETER_INTEGER: int, ParameterType.PARAMETER_BOOL: bool,
-             ParameterType.PARAMETER_STRING_ARRAY: list,
-             ParameterType.PARAMETER_INTEGER_ARRAY: list}
-    for name, value in values.items():
-        assert name in PARAMETERS, f'{config}: {name} is not a policy_server parameter'
-        assert isinstance(value, kinds[PARAMETERS[name][1]]), f'{config}: {name}={value!r}'
-        if isinstance(value, list):
-            assert value, f'{config}: {name} is an empty list (ROS cannot type it)'

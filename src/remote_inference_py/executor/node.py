@@ -29,7 +29,7 @@ name                       dir    type                         role
 ``policy/chunk``           in     remote_inference/ActionChunk   chunks (liveliness = server alive)
 ``policy/request``         out    remote_inference/InferenceRequest
 ``joint_commands``         out    JointState / Float64MultiArray / JointTrajectory (one point)
-``executor/status``        out    remote_inference/ExecutorStatus  latched, 2 Hz and on change
+``executor/status``        out    remote_inference/ExecutorStatus  latched, 10 Hz and on change
 ``executor/task``          out    std_msgs/String              latched task of dispatched actions
 =========================  =====  ===========================  ==================================
 
@@ -71,9 +71,9 @@ from remote_inference_py import PROTOCOL_VERSION
 from remote_inference_py.common import qos
 from remote_inference_py.common.cdr import ActionChunkDecoder, CdrError, JointStateDecoder
 from remote_inference_py.common.node_main import ConfigError, run_node
-from remote_inference_py.common.params import descriptor
+from remote_inference_py.common.params import declare_parameters, ParamSpec
 from remote_inference_py.common.ticker import Ticker
-from remote_inference_py.executor.config import ExecutorConfig, STRUCTURAL_FIELDS
+from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 
 OUTPUT_FORMATS = ('joint_state', 'float64_multi_array', 'joint_trajectory')
@@ -82,76 +82,78 @@ STATUS_PERIOD_S = 0.1
 ADMISSION_RETRY_S = 2.0
 TICK_WINDOW = 1000
 
-_D = ParameterType
+T = ParameterType
 
-
-# name: (default, type, description, read_only, low, high). Config fields first (same names as
-# ExecutorConfig), then node-only settings. Structural fields are read-only.
-PARAMETERS = {
-    'joint_names': (['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex',
-                     'wrist_roll', 'gripper'], _D.PARAMETER_STRING_ARRAY,
-                    'Action names in order; every joint vector is matched by name.'),
-    'fps': (30.0, _D.PARAMETER_DOUBLE, 'Action rate of the policy [Hz].', 1.0, 1000.0),
-    'interpolation_multiplier': (1, _D.PARAMETER_INTEGER,
-                                 'Control ticks per action (linear sub-steps).', 1, 20),
-    'chunk_merge': ('aligned', _D.PARAMETER_STRING,
-                    'How a new chunk joins the plan: append, aligned or ensemble.'),
-    'synchronous': (False, _D.PARAMETER_BOOL,
-                    'Classic loop baseline: request only when empty, hold while waiting.'),
-    'action_offset': (0, _D.PARAMETER_INTEGER,
-                      'Step 0 targets the first action tick after capture plus this.', 0, 100),
-    'joint_lower_limits': ([-3.2] * 6, _D.PARAMETER_DOUBLE_ARRAY,
-                           'Lower joint limits [rad], in joint_names order.'),
-    'joint_upper_limits': ([3.2] * 6, _D.PARAMETER_DOUBLE_ARRAY,
-                           'Upper joint limits [rad], in joint_names order.'),
-    'refill_seconds': (0.2, _D.PARAMETER_DOUBLE,
-                       'Request the next chunk when buffered playback falls to this [s]; '
-                       'effective refill = max(this, recent max turnaround + 1/fps).',
-                       0.0, 60.0),
-    'request_timeout_s': (2.0, _D.PARAMETER_DOUBLE,
-                          'Abandon an unanswered request after this long [s].', 0.01, 600.0),
-    'starvation_grace_s': (3.0, _D.PARAMETER_DOUBLE,
-                           'Fault when no usable chunk arrives this long into a wait [s].',
-                           0.01, 600.0),
-    'ensemble_coeff': (0.01, _D.PARAMETER_DOUBLE,
-                       'ACT ensembling weight exp(-coeff*i), i=0 oldest; sign picks '
-                       'older (+) or newer (-) predictions.', -10.0, 10.0),
-    'blend_steps': (0, _D.PARAMETER_INTEGER,
-                    'Blend this many overlapping steps at each seam (0 = off).', 0, 1000),
-    'blend_weight': (0.5, _D.PARAMETER_DOUBLE,
-                     'Weight of the old plan on the first overlapping step.', 0.0, 1.0),
-    'blend_components': (['all'], _D.PARAMETER_STRING_ARRAY,
-                         'Joint names to blend; [all] means every joint.'),
-    'max_step_rad': (0.2, _D.PARAMETER_DOUBLE,
-                     'Largest change of a target per control tick and joint [rad].',
-                     1e-6, 10.0),
-    'return_to_initial_position': (True, _D.PARAMETER_BOOL,
-                                   'On stop or fault, return to the pose measured at start.'),
-    'return_speed_rad_s': (0.5, _D.PARAMETER_DOUBLE,
-                           'Joint speed on the way back to the initial pose [rad/s].',
-                           0.01, 10.0),
+# Config fields first (same names as ExecutorConfig), then node-only settings. Structural
+# fields are read-only; the tunables can be changed live with `ros2 param set`.
+PARAMETERS = {spec.name: spec for spec in (
+    ParamSpec('joint_names', ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex',
+                              'wrist_roll', 'gripper'], T.PARAMETER_STRING_ARRAY,
+              'Action names in order; every joint vector is matched by name.'),
+    ParamSpec('fps', 30.0, T.PARAMETER_DOUBLE,
+              'Action rate of the policy [Hz].', low=1.0, high=1000.0),
+    ParamSpec('interpolation_multiplier', 1, T.PARAMETER_INTEGER,
+              'Control ticks per action (linear sub-steps).', low=1, high=20),
+    ParamSpec('chunk_merge', 'aligned', T.PARAMETER_STRING,
+              'How a new chunk joins the plan: append, aligned or ensemble.'),
+    ParamSpec('synchronous', False, T.PARAMETER_BOOL,
+              'Classic loop baseline: request only when empty, hold while waiting.'),
+    ParamSpec('action_offset', 0, T.PARAMETER_INTEGER,
+              'Step 0 targets the first action tick after capture plus this.', low=0, high=100),
+    ParamSpec('joint_lower_limits', [-3.2] * 6, T.PARAMETER_DOUBLE_ARRAY,
+              'Lower joint limits [rad], in joint_names order.'),
+    ParamSpec('joint_upper_limits', [3.2] * 6, T.PARAMETER_DOUBLE_ARRAY,
+              'Upper joint limits [rad], in joint_names order.'),
+    ParamSpec('refill_seconds', 0.2, T.PARAMETER_DOUBLE,
+              'Request the next chunk when buffered playback falls to this [s]; effective '
+              'refill = max(this, recent max turnaround + 1/fps).',
+              low=0.0, high=60.0, read_only=False),
+    ParamSpec('request_timeout_s', 2.0, T.PARAMETER_DOUBLE,
+              'Abandon an unanswered request after this long [s].',
+              low=0.01, high=600.0, read_only=False),
+    ParamSpec('starvation_grace_s', 3.0, T.PARAMETER_DOUBLE,
+              'Fault when no usable chunk arrives this long into a wait [s].',
+              low=0.01, high=600.0, read_only=False),
+    ParamSpec('ensemble_coeff', 0.01, T.PARAMETER_DOUBLE,
+              'ACT ensembling weight exp(-coeff*i), i=0 oldest; sign picks older (+) or newer'
+              ' (-) predictions.', low=-10.0, high=10.0, read_only=False),
+    ParamSpec('blend_steps', 0, T.PARAMETER_INTEGER,
+              'Blend this many overlapping steps at each seam (0 = off).',
+              low=0, high=1000, read_only=False),
+    ParamSpec('blend_weight', 0.5, T.PARAMETER_DOUBLE,
+              'Weight of the old plan on the first overlapping step.',
+              low=0.0, high=1.0, read_only=False),
+    ParamSpec('blend_components', ['all'], T.PARAMETER_STRING_ARRAY,
+              'Joint names to blend; [all] means every joint.', read_only=False),
+    ParamSpec('max_step_rad', 0.2, T.PARAMETER_DOUBLE,
+              'Largest change of a target per control tick and joint [rad].',
+              low=1e-06, high=10.0, read_only=False),
+    ParamSpec('return_to_initial_position', True, T.PARAMETER_BOOL,
+              'On stop or fault, return to the pose measured at start.', read_only=False),
+    ParamSpec('return_speed_rad_s', 0.5, T.PARAMETER_DOUBLE,
+              'Joint speed on the way back to the initial pose [rad/s].',
+              low=0.01, high=10.0, read_only=False),
     # Node-only settings.
-    'deployment': ('so101', _D.PARAMETER_STRING,
-                   'Deployment name the policy server must serve.'),
-    'semantics': ('si-radians-v1', _D.PARAMETER_STRING,
-                  'Action units and order the server must declare.'),
-    'expected_features': (['any'], _D.PARAMETER_STRING_ARRAY,
-                          'Observation feature names the server must consume; [any]: any.'),
-    'task': ('', _D.PARAMETER_STRING, 'Language instruction sent with every request.'),
-    'output_format': ('joint_state', _D.PARAMETER_STRING,
-                      'joint_commands type: joint_state, float64_multi_array (ros2_control '
-                      'forward controllers) or joint_trajectory (one point).'),
-    'require_position_hold': (True, _D.PARAMETER_BOOL,
-                              'Refuse to move unless hardware/info declares position hold.'),
-    'autostart': (False, _D.PARAMETER_BOOL,
-                  'Start motion right after admission (otherwise call executor/start).'),
-    'admission_timeout_s': (30.0, _D.PARAMETER_DOUBLE,
-                            'Fault if the server cannot be reached for admission, or its '
-                            'request and chunk topics do not match, within this long [s].',
-                            0.1, 3600.0),
-}
-READ_ONLY = set(STRUCTURAL_FIELDS) | {'deployment', 'semantics', 'expected_features',
-                                      'output_format', 'require_position_hold'}
+    ParamSpec('deployment', 'so101', T.PARAMETER_STRING,
+              'Deployment name the policy server must serve.'),
+    ParamSpec('semantics', 'si-radians-v1', T.PARAMETER_STRING,
+              'Action units and order the server must declare.'),
+    ParamSpec('expected_features', ['any'], T.PARAMETER_STRING_ARRAY,
+              'Observation feature names the server must consume; [any]: any.'),
+    ParamSpec('task', '', T.PARAMETER_STRING,
+              'Language instruction sent with every request.', read_only=False),
+    ParamSpec('output_format', 'joint_state', T.PARAMETER_STRING,
+              'joint_commands type: joint_state, float64_multi_array (ros2_control forward '
+              'controllers) or joint_trajectory (one point).'),
+    ParamSpec('require_position_hold', True, T.PARAMETER_BOOL,
+              'Refuse to move unless hardware/info declares position hold.'),
+    ParamSpec('autostart', False, T.PARAMETER_BOOL,
+              'Start motion right after admission (otherwise call executor/start).',
+              read_only=False),
+    ParamSpec('admission_timeout_s', 30.0, T.PARAMETER_DOUBLE,
+              'Fault if the server cannot be reached for admission, or its request and chunk '
+              'topics do not match, within this long [s].', low=0.1, high=3600.0, read_only=False),
+)}
 CONFIG_FIELDS = {f.name for f in dataclasses.fields(ExecutorConfig)} & set(PARAMETERS)
 
 
@@ -160,14 +162,10 @@ class ExecutorNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('executor', **kwargs)
-        for name, spec in PARAMETERS.items():
-            default, kind, description = spec[:3]
-            low, high = (spec[3], spec[4]) if len(spec) == 5 else (None, None)
-            self.declare_parameter(name, default, descriptor(
-                description, kind, read_only=name in READ_ONLY, low=low, high=high))
+        values = declare_parameters(self, PARAMETERS.values())
         self.config = self._config_from_parameters({})
-        self.settings = {name: self.get_parameter(name).value
-                         for name in PARAMETERS if name not in CONFIG_FIELDS}
+        self.settings = {name: value for name, value in values.items()
+                         if name not in CONFIG_FIELDS}
         if self.settings['expected_features'] == ['any']:
             self.settings['expected_features'] = []
         if self.settings['output_format'] not in OUTPUT_FORMATS:
@@ -341,6 +339,8 @@ class ExecutorNode(Node):
                 f'{verdict.seam if verdict.seam is not None else 0.0:.4f} rad; server '
                 f'queue {msg.queue_wait_ms:.1f} pre {msg.preprocess_ms:.1f} infer '
                 f'{msg.inference_ms:.1f} post {msg.postprocess_ms:.1f} ms')
+        elif self.core.state == State.STOPPING:   # late answers to the last request
+            self.get_logger().info(f'dropped chunk {msg.request_id}: {verdict.reason}')
         else:
             self.get_logger().warning(f'dropped chunk {msg.request_id}: {verdict.reason}')
 
@@ -351,9 +351,13 @@ class ExecutorNode(Node):
             return
         if self.server_seen and self.admission == 'admitted':
             with self.lock:
+                stopping = self.core.state in (State.STOPPING, State.STOPPED, State.FAULT)
                 self.core.server_lost(time.monotonic())
-            self.get_logger().error('policy server lost (chunk publisher not alive); this '
-                                    'session will not resume')
+            if stopping:   # a whole-system stop: the return needs no server
+                self.get_logger().info('policy server gone while stopping')
+            else:
+                self.get_logger().error('policy server lost (chunk publisher not alive); '
+                                        'this session will not resume')
 
     # ---- time ---------------------------------------------------------------------------
 

@@ -85,10 +85,8 @@ import time
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import ParameterType, SetParametersResult
 from rclpy.duration import Duration
-from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.lifecycle import TransitionCallbackReturn
-from rclpy.parameter import Parameter
 from rclpy.time import Time
 from remote_inference.msg import HardwareInfo
 from sensor_msgs.msg import JointState
@@ -98,7 +96,7 @@ from std_srvs.srv import Trigger
 from remote_inference_py.common import qos
 from remote_inference_py.common.cdr import JointStateEncoder
 from remote_inference_py.common.node_main import ConfigError, run_node
-from remote_inference_py.common.params import descriptor as make_descriptor
+from remote_inference_py.common.params import declare_parameters, ParamSpec
 from remote_inference_py.common.shared_images import ImagePublisher
 from remote_inference_py.hardware.backend import (
     BackendError, BackendFault, BackendOpenError, BACKENDS, check_limits, FeetechBackend,
@@ -112,94 +110,91 @@ from remote_inference_py.hardware.sim import SimConfig
 COMMAND_FORMATS = ('joint_state', 'float64_multi_array')
 SUMMARY_PERIOD_S = 5.0
 CUBE_POSE_RATE_HZ = 10.0
-_D = ParameterType
-_UNSET = object()
+T = ParameterType
 
-
-# name: (default, type, description[, low, high]). _UNSET: no default (typed, value None).
-PARAMETERS = {
-    'backend': ('feetech', _D.PARAMETER_STRING,
-                'What to drive: feetech (Feetech STS servo bus) or sim (MuJoCo SO-101).'),
-    'port': ('', _D.PARAMETER_STRING,
-             'Serial port of the servo bus, e.g. /dev/ttyACM0 (feetech; required).'),
-    'baudrate': (1_000_000, _D.PARAMETER_INTEGER, 'Servo bus speed [bit/s] (feetech).',
-                 9600, 1_000_000),
-    'calibration_file': ('', _D.PARAMETER_STRING,
-                         'LeRobot calibration JSON of the arm (feetech); empty: default '
-                         'calibration (ids 1..6, full encoder range, never written to the '
-                         'servos).'),
-    'joint_names': (list(SO101_JOINT_NAMES), _D.PARAMETER_STRING_ARRAY,
-                    'Joint (motor) names in order; commands are matched by name.'),
-    'motor_ids': ([1, 2, 3, 4, 5, 6], _D.PARAMETER_INTEGER_ARRAY,
-                  'Bus id of each joint in joint_names order (feetech); must match the '
-                  'calibration.'),
-    'publish_rate_hz': (50.0, _D.PARAMETER_DOUBLE,
-                        'Rate of joint_states, of bus reads and of the sim physics updates '
-                        '[Hz].', 1.0, 500.0),
-    'max_relative_target': (0.35, _D.PARAMETER_DOUBLE,
-                            'Largest distance of a target from the measured position, per '
-                            'joint and command [rad]; 0 disables.', 0.0, 10.0),
-    'joint_lower_limits': (_UNSET, _D.PARAMETER_DOUBLE_ARRAY,
-                           'Lower joint limits [rad] in joint_names order; unset: the '
-                           'calibrated range (feetech) or the model (sim).'),
-    'joint_upper_limits': (_UNSET, _D.PARAMETER_DOUBLE_ARRAY,
-                           'Upper joint limits [rad] in joint_names order; unset: the '
-                           'calibrated range (feetech) or the model (sim).'),
-    'limit_tolerance_rad': (0.2, _D.PARAMETER_DOUBLE,
-                            'Targets up to this far beyond a joint limit are clamped to it; '
-                            'farther ones are rejected as out of range [rad].', 0.0, 10.0),
-    'command_format': ('joint_state', _D.PARAMETER_STRING,
-                       'joint_commands type: joint_state (matched by name) or '
-                       'float64_multi_array (joint_names order).'),
-    'command_timeout_s': (0.5, _D.PARAMETER_DOUBLE,
-                          'Watchdog: no command for this long while active holds the last '
-                          'applied target [s].', 0.01, 3600.0),
-    'autostart': (True, _D.PARAMETER_BOOL,
-                  'Configure and activate at startup; otherwise use the lifecycle services.'),
-    'shutdown_grace_s': (3.0, _D.PARAMETER_DOUBLE,
-                         'On stop, keep applying commands for up to this long, until none '
-                         'arrives for 0.5 s [s].', 0.0, 60.0),
-    'disable_torque_on_shutdown': (True, _D.PARAMETER_BOOL,
-                                   'Switch torque off when disconnecting (feetech).'),
-    'disable_torque_on_fault': (False, _D.PARAMETER_BOOL,
-                                'Switch torque off after a persistent bus failure (default: '
-                                'the servos keep holding their last goal).'),
-    'bus_retries': (2, _D.PARAMETER_INTEGER,
-                    'Extra attempts of a failed bus operation (feetech).', 0, 10),
-    'max_consecutive_failures': (3, _D.PARAMETER_INTEGER,
-                                 'Fault after this many failed bus operations in a row '
-                                 '(feetech).', 1, 1000),
-    'latency_timer_ms': (16.0, _D.PARAMETER_DOUBLE,
-                         'USB adapter latency the reply timeout allows for [ms] (feetech; '
-                         '16 for FTDI, 1-2 for CH340/CH343).', 0.0, 100.0),
-    'configure_servos': (True, _D.PARAMETER_BOOL,
-                         "Write LeRobot's SO-101 servo settings (P/I/D, acceleration, return "
-                         'delay) on configure (feetech).'),
-    'sim_render': (True, _D.PARAMETER_BOOL,
-                   'Render and publish camera images (sim; needs EGL).'),
-    'sim_cameras': (['front'], _D.PARAMETER_STRING_ARRAY,
-                    'Cameras of the scene to publish as cameras/<name>/image_raw (sim).'),
-    'share_images': (True, _D.PARAMETER_BOOL,
-                     'Offer camera frames through shared memory (<image topic>/shm) to '
-                     'policy servers on this host; the Image topic then carries frames only '
-                     'while something subscribes to it (sim).'),
-    'sim_image_width': (640, _D.PARAMETER_INTEGER, 'Image width [px] (sim).', 1, 4096),
-    'sim_image_height': (480, _D.PARAMETER_INTEGER, 'Image height [px] (sim).', 1, 4096),
-    'sim_camera_rate_hz': (30.0, _D.PARAMETER_DOUBLE, 'Image rate [Hz] (sim).', 0.1, 120.0),
-    'sim_cube_seed': (-1, _D.PARAMETER_INTEGER,
-                      'Cube position: -1 fixed, >= 0 random on the table with this seed '
-                      '(sim).', -1, 2**31 - 1),
-    'sim_real_time_factor': (1.0, _D.PARAMETER_DOUBLE,
-                             'Simulated seconds per wall-clock second (sim).', 0.01, 100.0),
-    'sim_initial_positions': (_UNSET, _D.PARAMETER_DOUBLE_ARRAY,
-                              'Initial joint positions [rad] in joint_names order (sim); '
-                              "unset: the model's zero pose."),
-    'sim_simplify_meshes': (True, _D.PARAMETER_BOOL,
-                            'Render simplified visual meshes (sim; ~5x faster frames).'),
-}
-LIVE = {'max_relative_target', 'limit_tolerance_rad', 'command_timeout_s', 'shutdown_grace_s',
-        'disable_torque_on_shutdown', 'disable_torque_on_fault'}
-"""Parameters that can be changed at run time (``ros2 param set``); all others read-only."""
+# Read-only unless marked otherwise; the live ones can be changed with `ros2 param set`.
+# A default of None: a list left unset (the backend's own value).
+PARAMETERS = {spec.name: spec for spec in (
+    ParamSpec('backend', 'feetech', T.PARAMETER_STRING,
+              'What to drive: feetech (Feetech STS servo bus) or sim (MuJoCo SO-101).'),
+    ParamSpec('port', '', T.PARAMETER_STRING,
+              'Serial port of the servo bus, e.g. /dev/ttyACM0 (feetech; required).'),
+    ParamSpec('baudrate', 1000000, T.PARAMETER_INTEGER,
+              'Servo bus speed [bit/s] (feetech).', low=9600, high=1000000),
+    ParamSpec('calibration_file', '', T.PARAMETER_STRING,
+              'LeRobot calibration JSON of the arm (feetech); empty: default calibration (ids'
+              ' 1..6, full encoder range, never written to the servos).'),
+    ParamSpec('joint_names', list(SO101_JOINT_NAMES), T.PARAMETER_STRING_ARRAY,
+              'Joint (motor) names in order; commands are matched by name.'),
+    ParamSpec('motor_ids', [1, 2, 3, 4, 5, 6], T.PARAMETER_INTEGER_ARRAY,
+              'Bus id of each joint in joint_names order (feetech); must match the '
+              'calibration.'),
+    ParamSpec('publish_rate_hz', 50.0, T.PARAMETER_DOUBLE,
+              'Rate of joint_states, of bus reads and of the sim physics updates [Hz].',
+              low=1.0, high=500.0),
+    ParamSpec('max_relative_target', 0.35, T.PARAMETER_DOUBLE,
+              'Largest distance of a target from the measured position, per joint and command'
+              ' [rad]; 0 disables.', low=0.0, high=10.0, read_only=False),
+    ParamSpec('joint_lower_limits', None, T.PARAMETER_DOUBLE_ARRAY,
+              'Lower joint limits [rad] in joint_names order; unset: the calibrated range '
+              '(feetech) or the model (sim).'),
+    ParamSpec('joint_upper_limits', None, T.PARAMETER_DOUBLE_ARRAY,
+              'Upper joint limits [rad] in joint_names order; unset: the calibrated range '
+              '(feetech) or the model (sim).'),
+    ParamSpec('limit_tolerance_rad', 0.2, T.PARAMETER_DOUBLE,
+              'Targets up to this far beyond a joint limit are clamped to it; farther ones '
+              'are rejected as out of range [rad].', low=0.0, high=10.0, read_only=False),
+    ParamSpec('command_format', 'joint_state', T.PARAMETER_STRING,
+              'joint_commands type: joint_state (matched by name) or float64_multi_array '
+              '(joint_names order).'),
+    ParamSpec('command_timeout_s', 0.5, T.PARAMETER_DOUBLE,
+              'Watchdog: no command for this long while active holds the last applied target '
+              '[s].', low=0.01, high=3600.0, read_only=False),
+    ParamSpec('autostart', True, T.PARAMETER_BOOL,
+              'Configure and activate at startup; otherwise use the lifecycle services.'),
+    ParamSpec('shutdown_grace_s', 10.0, T.PARAMETER_DOUBLE,
+              'On stop, keep applying commands for up to this long, until none arrives for '
+              '0.5 s [s].', low=0.0, high=60.0, read_only=False),
+    ParamSpec('disable_torque_on_shutdown', True, T.PARAMETER_BOOL,
+              'Switch torque off when disconnecting (feetech).', read_only=False),
+    ParamSpec('disable_torque_on_fault', False, T.PARAMETER_BOOL,
+              'Switch torque off after a persistent bus failure (default: the servos keep '
+              'holding their last goal).', read_only=False),
+    ParamSpec('bus_retries', 2, T.PARAMETER_INTEGER,
+              'Extra attempts of a failed bus operation (feetech).', low=0, high=10),
+    ParamSpec('max_consecutive_failures', 3, T.PARAMETER_INTEGER,
+              'Fault after this many failed bus operations in a row (feetech).', low=1, high=1000),
+    ParamSpec('latency_timer_ms', 16.0, T.PARAMETER_DOUBLE,
+              'USB adapter latency the reply timeout allows for [ms] (feetech; 16 for FTDI, '
+              '1-2 for CH340/CH343).', low=0.0, high=100.0),
+    ParamSpec('configure_servos', True, T.PARAMETER_BOOL,
+              "Write LeRobot's SO-101 servo settings (P/I/D, acceleration, return delay) on "
+              'configure (feetech).'),
+    ParamSpec('sim_render', True, T.PARAMETER_BOOL,
+              'Render and publish camera images (sim; needs EGL).'),
+    ParamSpec('sim_cameras', ['front'], T.PARAMETER_STRING_ARRAY,
+              'Cameras of the scene to publish as cameras/<name>/image_raw (sim).'),
+    ParamSpec('share_images', True, T.PARAMETER_BOOL,
+              'Offer camera frames through shared memory (<image topic>/shm) to policy '
+              'servers on this host; the Image topic then carries frames only while something'
+              ' subscribes to it (sim).'),
+    ParamSpec('sim_image_width', 640, T.PARAMETER_INTEGER,
+              'Image width [px] (sim).', low=1, high=4096),
+    ParamSpec('sim_image_height', 480, T.PARAMETER_INTEGER,
+              'Image height [px] (sim).', low=1, high=4096),
+    ParamSpec('sim_camera_rate_hz', 30.0, T.PARAMETER_DOUBLE,
+              'Image rate [Hz] (sim).', low=0.1, high=120.0),
+    ParamSpec('sim_cube_seed', -1, T.PARAMETER_INTEGER,
+              'Cube position: -1 fixed, >= 0 random on the table with this seed (sim).',
+              low=-1, high=2147483647),
+    ParamSpec('sim_real_time_factor', 1.0, T.PARAMETER_DOUBLE,
+              'Simulated seconds per wall-clock second (sim).', low=0.01, high=100.0),
+    ParamSpec('sim_initial_positions', None, T.PARAMETER_DOUBLE_ARRAY,
+              "Initial joint positions [rad] in joint_names order (sim); unset: the model's "
+              'zero pose.'),
+    ParamSpec('sim_simplify_meshes', True, T.PARAMETER_BOOL,
+              'Render simplified visual meshes (sim; ~5x faster frames).'),
+)}
 
 
 class _DriverLogHandler(logging.Handler):
@@ -244,17 +239,9 @@ class HardwareInterfaceNode(LifecycleNode):
 
     def __init__(self, **kwargs):
         super().__init__('hardware_interface', **kwargs)
-        for name, spec in PARAMETERS.items():
-            default, kind, description = spec[:3]
-            low, high = (spec[3], spec[4]) if len(spec) == 5 else (None, None)
-            descriptor = make_descriptor(description, kind, read_only=name not in LIVE,
-                                         low=low, high=high)
-            value = Parameter.Type.DOUBLE_ARRAY if default is _UNSET else default
-            try:
-                self.declare_parameter(name, value, descriptor)
-            except ParameterException as error:
-                raise ConfigError(f'parameter {name!r}: {error}') from None
-        self.settings = {name: self._value(name) for name in PARAMETERS}
+        self.settings = declare_parameters(self, PARAMETERS.values())
+        for name in ('joint_lower_limits', 'joint_upper_limits', 'sim_initial_positions'):
+            self.settings[name] = self.settings[name] or None   # unset: the backend's own
         self._validate_settings()
 
         self.finished = False
@@ -314,13 +301,6 @@ class HardwareInterfaceNode(LifecycleNode):
 
     # ---- parameters ---------------------------------------------------------------------
 
-    def _value(self, name):
-        """Return a parameter's value; None for a typed parameter left unset."""
-        try:
-            return self.get_parameter(name).value
-        except ParameterUninitializedException:
-            return None
-
     def _validate_settings(self):
         """Check what parameter ranges cannot; raise ConfigError naming the parameter."""
         s = self.settings
@@ -367,7 +347,8 @@ class HardwareInterfaceNode(LifecycleNode):
             joint_names=tuple(s['joint_names']),
             initial_positions=(None if s['sim_initial_positions'] is None
                                else tuple(s['sim_initial_positions'])),
-            render=s['sim_render'], cameras=tuple(s['sim_cameras']),
+            render=s['sim_render'] and bool(s['sim_cameras']),
+            cameras=tuple(s['sim_cameras']),
             width=s['sim_image_width'], height=s['sim_image_height'],
             camera_rate_hz=s['sim_camera_rate_hz'], cube_seed=s['sim_cube_seed'],
             real_time_factor=s['sim_real_time_factor'],
@@ -389,7 +370,7 @@ class HardwareInterfaceNode(LifecycleNode):
     def on_set_parameters(self, params):
         """Accept live changes of the tunables (ranges are checked by their descriptors)."""
         for param in params:
-            if param.name not in LIVE:
+            if PARAMETERS[param.name].read_only:
                 return SetParametersResult(successful=False,
                                            reason=f'parameter {param.name!r} is read-only')
         return SetParametersResult(successful=True)

@@ -64,7 +64,6 @@ of the forward pass (reported as inference time), to emulate a slower model on t
 system; keep it 0 in production.
 """
 
-import array
 import dataclasses
 import sys
 import threading
@@ -75,9 +74,7 @@ from geometry_msgs.msg import PoseStamped
 import numpy as np
 from rcl_interfaces.msg import ParameterType, SetParametersResult
 from rclpy.duration import Duration
-from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.serialization import deserialize_message
 from remote_inference.msg import ActionChunk, InferenceRequest, ObservationFeature
 from remote_inference.srv import Admit, GetCapabilities
@@ -88,7 +85,7 @@ from std_msgs.msg import Float64MultiArray
 from remote_inference_py import PROTOCOL_VERSION
 from remote_inference_py.common import cdr, image_cdr, qos
 from remote_inference_py.common.node_main import ConfigError, run_node
-from remote_inference_py.common.params import descriptor as make_descriptor
+from remote_inference_py.common.params import declare_parameters, ParamSpec
 from remote_inference_py.common.shared_images import ImageInput
 from remote_inference_py.hardware.calibration import Calibration
 from remote_inference_py.policy_server.admission import AdmitRequest, FeatureDeclaration
@@ -102,83 +99,73 @@ SUMMARY_PERIOD_S = 5.0
 IMAGE_PATH_CHECK_S = 1.0
 ERROR_LOG_PERIOD_S = 5.0
 COMPRESSED_SUFFIX = '/compressed'
-_D = ParameterType
+T = ParameterType
 
-# name: (default, type, description, read_only, (low, high) or None). A default of None
-# declares the type without a value (ROS cannot infer the type of an empty list).
-PARAMETERS = {
-    'deployment': ('so101', _D.PARAMETER_STRING,
-                   'Name of this deployment; clients must ask for the same.', True, None),
-    'policy_type': ('auto', _D.PARAMETER_STRING,
-                    'auto, demo, torchscript, torch_export, lerobot or python '
-                    '(auto: from the checkpoint; none -> the built-in demo policy).', True, None),
-    'checkpoint': ('', _D.PARAMETER_STRING,
-                   'Model file (.pt2, .pt/.ts), LeRobot checkpoint directory or Hub id, or '
-                   'package.module:factory for python; empty: the built-in demo.', True, None),
-    'manifest': ('', _D.PARAMETER_STRING,
-                 'Manifest (JSON/YAML); empty: <checkpoint stem>.json|.yaml beside it.',
-                 True, None),
-    'device': ('cpu', _D.PARAMETER_STRING, 'Torch device: cpu, cuda, cuda:<n> or mps.',
-               True, None),
-    'cpu_threads': (1, _D.PARAMETER_INTEGER,
-                    "CPU threads torch may use (0: torch's default, every core). 1 keeps the "
-                    'other cores for the robot side; measured 10-100x faster small-model '
-                    'passes on a busy 2-core host.', True, (0, 256)),
-    'semantics': ('', _D.PARAMETER_STRING,
-                  "Action units; empty: the policy's. Must equal the policy's when set "
-                  '(the demo policy speaks either registered semantics).', True, None),
-    'fps': (0.0, _D.PARAMETER_DOUBLE,
-            "Action rate [Hz]; 0: the policy's. Required for LeRobot checkpoints without a "
-            'manifest.', True, (0.0, 1000.0)),
-    'calibration_file': ('', _D.PARAMETER_STRING,
-                         'LeRobot calibration JSON of the arm (for semantics that need it); '
-                         'empty: the default SO-101 calibration.', True, None),
-    'robot_namespaces': ([''], _D.PARAMETER_STRING_ARRAY,
-                         "Robots served, one namespace each ('' = this node's namespace).",
-                         True, None),
-    'feature_topics': (None, _D.PARAMETER_STRING_ARRAY,
-                       'feature=topic overrides for image and privileged features; a topic '
-                       'ending in /compressed is read as sensor_msgs/CompressedImage.',
-                       True, None),
-    'rotate_180': (None, _D.PARAMETER_STRING_ARRAY,
-                   'Image features to rotate by 180 degrees (cameras mounted upside down).',
-                   True, None),
-    'chunk_length': (0, _D.PARAMETER_INTEGER,
-                     "Steps per published chunk (first steps of the model's); 0: all.",
-                     True, (0, 100000)),
-    'max_clients': (1, _D.PARAMETER_INTEGER, 'Admitted sessions at most, over all robots.',
-                    True, (1, 1000)),
-    'max_batch_size': (8, _D.PARAMETER_INTEGER,
-                       'Requests batched into one forward pass at most (if the policy allows).',
-                       True, (1, 1024)),
-    'observation_history': (10, _D.PARAMETER_INTEGER,
-                            "Samples kept per stream (at least each feature's history).",
-                            True, (1, 1000)),
-    'warmup_iterations': (3, _D.PARAMETER_INTEGER, 'Warm-up forward passes before serving.',
-                          True, (1, 1000)),
-    'demo_cameras': (None, _D.PARAMETER_STRING_ARRAY,
-                     'Cameras the built-in demo policy looks at (observation.images.<name>).',
-                     True, None),
-    'demo_image_size': ([480, 640], _D.PARAMETER_INTEGER_ARRAY,
-                        "Declared [height, width] of the demo policy's camera images.",
-                        True, None),
-    'idle_timeout_s': (10.0, _D.PARAMETER_DOUBLE,
-                       'A client without requests this long is released when its slot is '
-                       'needed [s]; 0: never.', False, (0.0, 86400.0)),
-    'observation_wait_s': (0.25, _D.PARAMETER_DOUBLE,
-                           'Wait this long for an observation captured at or after the '
-                           "request's earliest capture stamp, then answer with an error [s].",
-                           False, (0.0, 60.0)),
-    'inline_serve_max_ms': (2.0, _D.PARAMETER_DOUBLE,
-                            'Serve a ready request in the callback that completed it (no '
-                            'hand-off to the inference thread) when warm-up measured a forward '
-                            'pass this fast [ms] and one robot is served; 0: never.', True,
-                            (0.0, 100.0)),
-    'extra_latency_s': (0.0, _D.PARAMETER_DOUBLE,
-                        'Test/benchmark knob: delay every answer by this much on top of '
-                        'inference [s]; keep 0 in production.', False, (0.0, 60.0)),
-}
-LIVE = ('idle_timeout_s', 'observation_wait_s', 'extra_latency_s')
+# Read-only unless marked otherwise. A default of None: a list left unset.
+PARAMETERS = {spec.name: spec for spec in (
+    ParamSpec('deployment', 'so101', T.PARAMETER_STRING,
+              'Name of this deployment; clients must ask for the same.'),
+    ParamSpec('policy_type', 'auto', T.PARAMETER_STRING,
+              'auto, demo, torchscript, torch_export, lerobot or python (auto: from the '
+              'checkpoint; none -> the built-in demo policy).'),
+    ParamSpec('checkpoint', '', T.PARAMETER_STRING,
+              'Model file (.pt2, .pt/.ts), LeRobot checkpoint directory or Hub id, or '
+              'package.module:factory for python; empty: the built-in demo.'),
+    ParamSpec('manifest', '', T.PARAMETER_STRING,
+              'Manifest (JSON/YAML); empty: <checkpoint stem>.json|.yaml beside it.'),
+    ParamSpec('device', 'cpu', T.PARAMETER_STRING,
+              'Torch device: cpu, cuda, cuda:<n> or mps.'),
+    ParamSpec('cpu_threads', 1, T.PARAMETER_INTEGER,
+              "CPU threads torch may use (0: torch's default, every core). 1 keeps the other "
+              'cores for the robot side; measured 10-100x faster small-model passes on a busy'
+              ' 2-core host.', low=0, high=256),
+    ParamSpec('semantics', '', T.PARAMETER_STRING,
+              "Action units; empty: the policy's. Must equal the policy's when set (the demo "
+              'policy speaks either registered semantics).'),
+    ParamSpec('fps', 0.0, T.PARAMETER_DOUBLE,
+              "Action rate [Hz]; 0: the policy's. Required for LeRobot checkpoints without a "
+              'manifest.', low=0.0, high=1000.0),
+    ParamSpec('calibration_file', '', T.PARAMETER_STRING,
+              'LeRobot calibration JSON of the arm (for semantics that need it); empty: the '
+              'default SO-101 calibration.'),
+    ParamSpec('robot_namespaces', [''], T.PARAMETER_STRING_ARRAY,
+              "Robots served, one namespace each ('' = this node's namespace)."),
+    ParamSpec('feature_topics', None, T.PARAMETER_STRING_ARRAY,
+              'feature=topic overrides for image and privileged features; a topic ending in '
+              '/compressed is read as sensor_msgs/CompressedImage.'),
+    ParamSpec('rotate_180', None, T.PARAMETER_STRING_ARRAY,
+              'Image features to rotate by 180 degrees (cameras mounted upside down).'),
+    ParamSpec('chunk_length', 0, T.PARAMETER_INTEGER,
+              "Steps per published chunk (first steps of the model's); 0: all.",
+              low=0, high=100000),
+    ParamSpec('max_clients', 1, T.PARAMETER_INTEGER,
+              'Admitted sessions at most, over all robots.', low=1, high=1000),
+    ParamSpec('max_batch_size', 8, T.PARAMETER_INTEGER,
+              'Requests batched into one forward pass at most (if the policy allows).',
+              low=1, high=1024),
+    ParamSpec('observation_history', 10, T.PARAMETER_INTEGER,
+              "Samples kept per stream (at least each feature's history).", low=1, high=1000),
+    ParamSpec('warmup_iterations', 3, T.PARAMETER_INTEGER,
+              'Warm-up forward passes before serving.', low=1, high=1000),
+    ParamSpec('demo_cameras', None, T.PARAMETER_STRING_ARRAY,
+              'Cameras the built-in demo policy looks at (observation.images.<name>).'),
+    ParamSpec('demo_image_size', [480, 640], T.PARAMETER_INTEGER_ARRAY,
+              "Declared [height, width] of the demo policy's camera images."),
+    ParamSpec('idle_timeout_s', 10.0, T.PARAMETER_DOUBLE,
+              'A client without requests this long is released when its slot is needed [s]; '
+              '0: never.', low=0.0, high=86400.0, read_only=False),
+    ParamSpec('observation_wait_s', 0.25, T.PARAMETER_DOUBLE,
+              "Wait this long for an observation captured at or after the request's earliest "
+              'capture stamp, then answer with an error [s].',
+              low=0.0, high=60.0, read_only=False),
+    ParamSpec('inline_serve_max_ms', 2.0, T.PARAMETER_DOUBLE,
+              'Serve a ready request in the callback that completed it (no hand-off to the '
+              'inference thread) when warm-up measured a forward pass this fast [ms] and one '
+              'robot is served; 0: never.', low=0.0, high=100.0),
+    ParamSpec('extra_latency_s', 0.0, T.PARAMETER_DOUBLE,
+              'Test/benchmark knob: delay every answer by this much on top of inference [s]; '
+              'keep 0 in production.', low=0.0, high=60.0, read_only=False),
+)}
 
 
 def topic_name(namespace, name):
@@ -217,11 +204,7 @@ class PolicyServerNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('policy_server', **kwargs)
-        for name, (default, kind, description, read_only, bounds) in PARAMETERS.items():
-            descriptor = make_descriptor(description, kind, read_only,
-                                         *(bounds or (None, None)))
-            value = default if default is not None else _typed_unset(kind)
-            self.declare_parameter(name, value, descriptor)
+        params = declare_parameters(self, PARAMETERS.values())
         self.finished = False
         self.exit_code = 0
         self.instance_id = uuid.uuid4().hex[:12]
@@ -239,7 +222,6 @@ class PolicyServerNode(Node):
         self.chunk_encoders = {}   # per robot: its session's chunk layout
         self.image_inputs = []
 
-        params = {name: self._value(name) for name in PARAMETERS}
         calibration = self._calibration(params['calibration_file'])
         options = RuntimeOptions(
             policy_type=params['policy_type'], checkpoint=params['checkpoint'],
@@ -312,15 +294,6 @@ class PolicyServerNode(Node):
                                f'instance={self.instance_id}; awaiting {clients}')
 
     # ---- set-up -------------------------------------------------------------------------
-
-    def _value(self, name):
-        try:
-            value = self.get_parameter(name).value
-        except ParameterUninitializedException:   # a list parameter left unset
-            return []
-        if value is None:
-            return []
-        return list(value) if isinstance(value, (list, tuple, array.array)) else value
 
     def _calibration(self, path):
         if not path:
@@ -396,7 +369,7 @@ class PolicyServerNode(Node):
 
     def on_set_parameters(self, params):
         """Validate live changes (read-only ones are refused by ROS itself)."""
-        changes = {p.name: p.value for p in params if p.name in LIVE}
+        changes = {p.name: p.value for p in params if not PARAMETERS[p.name].read_only}
         try:
             dataclasses.replace(self.core.settings, **changes)
         except ValueError as error:
@@ -405,7 +378,7 @@ class PolicyServerNode(Node):
 
     def on_parameters_set(self, params):
         """Apply validated live changes."""
-        changes = {p.name: p.value for p in params if p.name in LIVE}
+        changes = {p.name: p.value for p in params if not PARAMETERS[p.name].read_only}
         if changes:
             self.core.update_settings(**changes)
             for name, value in changes.items():
@@ -667,11 +640,6 @@ class PolicyServerNode(Node):
             publisher.wait_for_all_acked(Duration(seconds=0.5))
         for image_input in self.image_inputs:
             image_input.close()
-
-
-def _typed_unset(kind):
-    """Return the rclpy Parameter.Type that declares ``kind`` without a value."""
-    return {_D.PARAMETER_STRING_ARRAY: Parameter.Type.STRING_ARRAY}[kind]
 
 
 def main(args=None):
