@@ -15,9 +15,16 @@
 """run_node: what every node process gets before it spins."""
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
+
+import psutil
+
+from remote_inference_py.common.node_main import (
+    REPEAT_WINDOW_S, stop_with_parent, STOP_WITH_PARENT_ENV, StopSignals)
 
 NODE = textwrap.dedent("""
     import gc
@@ -52,3 +59,114 @@ def test_objects_made_while_starting_are_kept_out_of_garbage_collections():
     assert result.returncode == 0, result.stderr
     frozen = int(result.stdout.split('frozen')[1].split()[0])
     assert frozen > 5000, result.stdout   # the node's own objects and every module's
+
+
+STOPPING_NODE = textwrap.dedent("""
+    import time
+    from rclpy.node import Node
+    from remote_inference_py.common.node_main import run_node
+
+    class Returning(Node):
+        '''Stops like the executor: a return that takes RETURN_S after the stop request.'''
+
+        def __init__(self):
+            super().__init__('stop_probe')
+            self.finished, self.exit_code, self.stop_at = False, 0, None
+            self.create_timer(0.01, self.tick)
+            print('ready', flush=True)
+
+        def request_stop(self, reason):
+            print('stop:', reason, flush=True)
+            self.stop_at = time.monotonic()
+
+        def tick(self):
+            if self.stop_at is not None and time.monotonic() - self.stop_at > 1.5:
+                print('returned', flush=True)
+                self.finished = True
+
+        def close(self):
+            print('closed', flush=True)
+
+    raise SystemExit(run_node(Returning))
+""")
+
+
+def test_the_repeated_signal_rule():
+    now = [0.0]
+    rule = StopSignals(window_s=1.0, clock=lambda: now[0])
+    assert rule.decide(signal.SIGINT) == 'stop'
+    now[0] = 0.003
+    assert rule.decide(signal.SIGINT) == 'repeat'      # the process group plus launch
+    now[0] = 5.0
+    assert rule.decide(signal.SIGTERM) == 'repeat'     # launch's escalation, parent death
+    assert rule.decide(signal.SIGHUP) == 'repeat'
+    assert rule.decide(signal.SIGINT) == 'interrupt'   # a deliberate second Ctrl+C
+    rule = StopSignals(window_s=1.0, clock=lambda: now[0])
+    assert rule.decide(signal.SIGTERM) == 'stop'
+
+
+def start_probe(tmp_path, env=None):
+    log = open(tmp_path / 'probe.log', 'w')
+    proc = subprocess.Popen([sys.executable, '-c', STOPPING_NODE], stdout=log,
+                            stderr=subprocess.STDOUT, env=env or dict(os.environ),
+                            start_new_session=True)
+    wait_for(lambda: 'ready' in (tmp_path / 'probe.log').read_text(), 'the probe node')
+    return proc, tmp_path / 'probe.log'
+
+
+def wait_for(predicate, what, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f'timed out waiting for {what}'
+        time.sleep(0.02)
+
+
+def test_a_signal_delivered_twice_does_not_cut_the_stop_short(tmp_path):
+    proc, log = start_probe(tmp_path)
+    proc.send_signal(signal.SIGINT)
+    # Python runs one handler for signals that arrive before it ran the first: send the
+    # repeat once the stop began, as ros2 launch's forwarded copy arrives (ms later).
+    wait_for(lambda: 'stop:' in log.read_text(), 'the stop request')
+    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0, log.read_text()
+    output = log.read_text()
+    assert 'already stopping' in output and 'returned' in output and 'closed' in output
+
+
+def test_a_deliberate_second_ctrl_c_interrupts(tmp_path):
+    proc, log = start_probe(tmp_path)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(REPEAT_WINDOW_S + 0.2)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 130, log.read_text()
+    output = log.read_text()
+    assert 'returned' not in output and 'closed' in output   # close() still runs
+
+
+def test_a_node_stops_normally_when_its_launcher_dies(tmp_path):
+    """The launcher is SIGKILLed: the node gets its normal stop (parent-death signal)."""
+    launcher = textwrap.dedent(f"""
+        import os, subprocess, sys, time
+        env = dict(os.environ, {STOP_WITH_PARENT_ENV}=str(os.getpid()))
+        child = subprocess.Popen([sys.executable, '-c', {STOPPING_NODE!r}], env=env,
+                                 stdout=open({str(tmp_path / 'probe.log')!r}, 'w'),
+                                 stderr=subprocess.STDOUT)
+        print(child.pid, flush=True)
+        time.sleep(600)
+    """)
+    parent = subprocess.Popen([sys.executable, '-c', launcher], stdout=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    child = psutil.Process(int(parent.stdout.readline()))
+    log = tmp_path / 'probe.log'
+    wait_for(lambda: 'ready' in log.read_text(), 'the probe node')
+    parent.kill()
+    parent.wait()
+    child.wait(timeout=30)
+    output = log.read_text()
+    assert 'stop: received SIGTERM' in output and 'returned' in output, output
+
+
+def test_a_variable_inherited_from_elsewhere_arms_nothing():
+    assert not stop_with_parent({STOP_WITH_PARENT_ENV: str(os.getpid())})   # not our parent
+    assert not stop_with_parent({})

@@ -79,6 +79,7 @@ def main(argv=None):
     from remote_inference_py.analysis.record import Recorder
     from remote_inference_py.analysis.summary import format_summary, summarize
     from remote_inference_py.common import qos
+    from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
 
     extra = {
         'executor': {'autostart': True, 'chunk_merge': options.merge,
@@ -97,8 +98,9 @@ def main(argv=None):
     print(f'demo: starting {", ".join(n.name for n in plan)} (logs in {out})', flush=True)
     for spec in plan:
         log = open(out / f'{spec.name}.log', 'wb')
-        procs[spec.name] = subprocess.Popen(node_argv(lib_dir, spec, extra), stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+        procs[spec.name] = subprocess.Popen(
+            node_argv(lib_dir, spec, extra), stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, env={**os.environ, STOP_WITH_PARENT_ENV: str(os.getpid())})
 
     def spin_until(predicate, seconds):
         deadline = time.monotonic() + seconds

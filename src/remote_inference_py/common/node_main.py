@@ -15,23 +15,43 @@
 """
 The ``main()`` every node of this package shares.
 
-A robot node must not die on Ctrl+C with torque in an unknown state, so SIGINT and SIGTERM do
-not raise inside a callback. The first signal calls ``node.request_stop(reason)`` and the
-node finishes on its own terms (the executor returns the arm to its initial position, the
-hardware interface holds, then disables torque); the loop ends when ``node.finished`` is true.
-A second signal interrupts at once. The process exits with ``node.exit_code`` (non-zero after
-a terminal fault), 2 when the node could not start (a configuration error, logged with what is
-wrong), and 130 when interrupted twice.
+A robot node must not die on Ctrl+C with torque in an unknown state, so SIGINT, SIGTERM and
+SIGHUP do not raise inside a callback. The first of them calls ``node.request_stop(reason)``
+and the node finishes on its own terms (the executor returns the arm to its initial position,
+the hardware interface keeps applying its commands meanwhile, then holds and disables torque);
+the loop ends when ``node.finished`` is true.
+
+Repeated signals (:class:`StopSignals`): the same stop often arrives more than once within
+milliseconds (``ros2 launch`` without a terminal forwards SIGINT to its children, so a SIGINT
+to the whole process group reaches every node twice; systemd and supervisors signal the
+group too). Any signal within ``REPEAT_WINDOW_S`` (1 s) of the first is that same request and
+is only logged. A SIGINT after that window is a deliberate second Ctrl+C and interrupts at
+once (the executor stops commanding, the hardware interface closes: torque off). A later
+SIGTERM or SIGHUP never cuts the return short; SIGKILL does, and then the hardware interface
+(its own process) still stops safely when its commands stop.
+
+Started by a launcher that exports its pid as ``REMOTE_INFERENCE_STOP_WITH_PARENT`` (the
+bringup launch file and ``./run demo`` do), a node also stops when that parent dies: Linux's
+parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGTERM)``) turns ``kill <ros2 launch>``,
+``kill -9`` or a crashed supervisor into the node's normal stop instead of an orphan that
+keeps moving the arm.
+
+The process exits with ``node.exit_code`` (non-zero after a terminal fault), 2 when the node
+could not start (a configuration error or unparsable ROS arguments, logged with what is
+wrong), and 130 when interrupted.
 
 Nodes used with :func:`run_node` provide ``finished``, ``exit_code``, ``request_stop(reason)``
 and ``close()`` (release hardware; called exactly once, also after errors).
 """
 
+import ctypes
+import ctypes.util
 import gc
 import os
 import signal
 import sys
 import threading
+import time
 
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -42,6 +62,74 @@ from remote_inference_py.common.process import tune_allocator
 
 class ConfigError(ValueError):
     """A parameter, config file or checkpoint is invalid; the message names it."""
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+REPEAT_WINDOW_S = 1.0
+STOP_WITH_PARENT_ENV = 'REMOTE_INFERENCE_STOP_WITH_PARENT'
+PR_SET_PDEATHSIG = 1
+
+
+class StopSignals:
+    """
+    Decide what a stop signal means: ``stop``, ``repeat`` (same request) or ``interrupt``.
+
+    The first signal asks for a clean stop. Later ones within ``window_s`` of it are the same
+    request delivered twice (process group plus launch forwarding). After the window, only a
+    SIGINT interrupts (a person's deliberate second Ctrl+C); SIGTERM and SIGHUP (launch's own
+    escalation, a supervisor, the parent-death signal) repeat the request.
+    """
+
+    def __init__(self, window_s=REPEAT_WINDOW_S, clock=time.monotonic):
+        self.window_s = window_s
+        self.clock = clock
+        self.first = None
+
+    def decide(self, signum):
+        """Return ``'stop'``, ``'repeat'`` or ``'interrupt'`` for a signal received now."""
+        now = self.clock()
+        if self.first is None:
+            self.first = now
+            return 'stop'
+        if signum == signal.SIGINT and now - self.first >= self.window_s:
+            return 'interrupt'
+        return 'repeat'
+
+
+def stop_with_parent(environ=os.environ):
+    """
+    Ask Linux to send SIGTERM when the launcher dies; return True when armed.
+
+    ``REMOTE_INFERENCE_STOP_WITH_PARENT`` holds the launcher's pid. A launcher that died
+    before the request took effect is caught by checking that pid: the node then stops at
+    once. A variable inherited by a process the launcher did not start (its parent is
+    someone else, and the launcher still lives) arms nothing.
+    """
+    value = environ.get(STOP_WITH_PARENT_ENV, '')
+    if not value.isdigit() or not sys.platform.startswith('linux'):
+        return False
+    launcher = int(value)
+    if os.getppid() != launcher:
+        if _alive(launcher):
+            return False
+        os.kill(os.getpid(), signal.SIGTERM)   # orphaned before we could ask
+        return True
+    libc = ctypes.CDLL(ctypes.util.find_library('c'), use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        return False
+    if os.getppid() != launcher:   # died between the check and the request
+        os.kill(os.getpid(), signal.SIGTERM)
+    return True
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 EXECUTOR_ENV = 'REMOTE_INFERENCE_EXECUTOR'
@@ -82,18 +170,33 @@ def make_executor():
 def run_node(node_factory, args=None):
     """Create the node, spin it until it is finished, clean up; return the exit code."""
     tune_allocator()
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except Exception as error:  # noqa: B902 - rcl's parse errors are RCLError (private)
+        print(f'[FATAL] cannot start: bad ROS arguments: {error}', file=sys.stderr, flush=True)
+        return 2
     node = None
-    signals = []
+    signals = StopSignals()
+    interrupted = []
     stop_spinning = threading.Event()
 
     def on_signal(signum, _frame):
-        signals.append(signum)
-        if node is None or len(signals) > 1:
+        name = signal.Signals(signum).name
+        decision = signals.decide(signum)
+        if interrupted:
+            return   # cleaning up already: nothing may cut that short
+        if decision == 'interrupt' or node is None:
+            interrupted.append(name)
             raise KeyboardInterrupt
-        node.request_stop(f'received {signal.Signals(signum).name}')
+        if decision == 'stop':
+            node.request_stop(f'received {name}')
+        else:
+            node.get_logger().info(
+                f'received {name} again: already stopping (Ctrl+C at least '
+                f'{signals.window_s:.0f} s after the first interrupts at once)')
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
+    stop_with_parent()
     exit_code = 0
     spinning = None
     spinner = None
@@ -129,9 +232,8 @@ def run_node(node_factory, args=None):
     except KeyboardInterrupt:
         exit_code = 130
     finally:
+        interrupted.append('closing')   # signals from here on are ignored: close() must run
         gc.unfreeze()   # rclpy's context and the node are finalized by the collector at exit
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         stop_spinning.set()
         looping = not isinstance(spinning, SingleThreadedExecutor)
         if spinning is not None and not looping:
@@ -146,6 +248,8 @@ def run_node(node_factory, args=None):
             finally:
                 node.destroy_node()
         rclpy.try_shutdown()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     return exit_code
 
 

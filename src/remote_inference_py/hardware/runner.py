@@ -65,7 +65,7 @@ class RunnerSettings:
 
     publish_rate_hz: float = 50.0
     command_timeout_s: float = 0.5
-    shutdown_grace_s: float = 3.0
+    shutdown_grace_s: float = 10.0
     shutdown_quiet_s: float = 0.5
     disable_torque_on_shutdown: bool = True
     disable_torque_on_fault: bool = False
