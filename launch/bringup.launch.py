@@ -21,7 +21,7 @@ and the tests); this file only maps it onto launch actions. Examples::
     ros2 launch remote_inference bringup.launch.py                        # simulated arm
     ros2 launch remote_inference bringup.launch.py backend:=feetech port:=/dev/ttyACM0
     ros2 launch remote_inference bringup.launch.py side:=server checkpoint:=/models/act.pt2
-    ros2 launch remote_inference bringup.launch.py side:=robot record:=true
+    ros2 launch remote_inference bringup.launch.py side:=robot record:=true bag_dir:=run1
 """
 
 import os
@@ -31,7 +31,6 @@ from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import (
     DeclareLaunchArgument,
-    ExecuteProcess,
     LogInfo,
     OpaqueFunction,
     SetEnvironmentVariable,
@@ -40,6 +39,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from remote_inference_py import bringup
+from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
 
 ARGUMENTS = (
     ('backend', 'sim', 'sim (MuJoCo SO-101, no hardware) or feetech (SO-100/SO-101 servos).'),
@@ -52,7 +52,8 @@ ARGUMENTS = (
     ('namespace', '', 'Namespace of every node and topic (one per robot).'),
     ('side', 'both', 'What runs on this host: both, robot (hardware + executor) or server '
                      '(policy server, e.g. on the GPU host).'),
-    ('record', 'false', 'true: ros2 bag record (MCAP) the topics that describe a run.'),
+    ('record', 'false', 'true: record the topics that describe a run to an MCAP bag (until '
+                        'the robot side has stopped, the return included).'),
     ('bag_dir', '', 'Where record:=true writes; empty: ./remote_inference_<date-time>.'),
     ('task', '', 'Language instruction sent with each request; empty: the config value.'),
     ('log_level', 'info', 'Log level of every node (debug shows per-request details).'),
@@ -62,29 +63,31 @@ ARGUMENTS = (
 def _launch_setup(context):
     values = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
     share = get_package_share_directory('remote_inference')
+    record = values['record'].lower() in ('true', '1', 'yes')
     nodes = bringup.plan(
         side=values['side'], backend=values['backend'], port=values['port'],
         checkpoint=values['checkpoint'], device=values['device'],
         deployment=values['deployment'], config_file=values['config_file'],
-        namespace=values['namespace'], task=values['task'], share_dir=share)
+        namespace=values['namespace'], task=values['task'], share_dir=share, record=record,
+        bag_dir=values['bag_dir'] or time.strftime('remote_inference_%Y%m%d_%H%M%S'))
     actions = []
     if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ:
         profile = 'fastdds_shm.xml' if values['side'] == 'both' else 'fastdds_lan.xml'
         actions.append(SetEnvironmentVariable('FASTDDS_DEFAULT_PROFILES_FILE',
                                               os.path.join(share, 'config', profile)))
     for node in nodes:
+        if node.executable == 'record':
+            actions.append(LogInfo(msg=f'recording to {node.overrides["bag_dir"]}'))
         actions.append(Node(
             package='remote_inference', executable=node.executable, name=node.name,
             namespace=node.namespace, output='screen', emulate_tty=True,
-            parameters=[node.params_file, node.overrides],
+            parameters=[p for p in (node.params_file, node.overrides) if p],
             arguments=['--ros-args', '--log-level', values['log_level']],
-            # Our nodes stop cleanly on SIGINT (the executor returns the arm first).
+            # Our nodes stop when this launch process dies (SIGTERM or SIGKILL to it leaves
+            # no orphan moving the arm; common/node_main.py), and stop cleanly on SIGINT:
+            # the executor returns the arm first, so escalation waits.
+            additional_env={STOP_WITH_PARENT_ENV: str(os.getpid())},
             sigterm_timeout='15', sigkill_timeout='20'))
-    if values['record'].lower() in ('true', '1', 'yes'):
-        bag_dir = values['bag_dir'] or time.strftime('remote_inference_%Y%m%d_%H%M%S')
-        actions.append(LogInfo(msg=f'recording to {bag_dir}'))
-        actions.append(ExecuteProcess(
-            cmd=bringup.record_command(bag_dir, values['namespace']), output='screen'))
     return actions
 
 

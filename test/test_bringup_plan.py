@@ -71,11 +71,15 @@ def test_bad_launch_arguments_are_named_before_anything_starts(kwargs, named, sh
         bringup.plan(share_dir=share, **kwargs)
 
 
-def test_record_command_covers_the_run_topics_in_the_namespace():
-    command = bringup.record_command('bag', 'robot1')
-    assert command[:7] == ['ros2', 'bag', 'record', '-s', 'mcap', '-o', 'bag']
-    assert '/robot1/executor/status' in command and '/robot1/policy/chunk' in command
-    assert not any('image' in c for c in command)
+def test_record_adds_the_recorder_in_the_namespace(tmp_path, share):
+    nodes = bringup.plan(share_dir=share, namespace='robot1', record=True,
+                         bag_dir=str(tmp_path / 'bag'))
+    assert [n.name for n in nodes][-1] == 'recorder'
+    assert nodes[-1].executable == 'record' and nodes[-1].namespace == 'robot1'
+    assert nodes[-1].overrides == {'bag_dir': str(tmp_path / 'bag')}
+    assert not any('image' in t for t in bringup.RECORD_TOPICS)
+    with pytest.raises(ValueError, match="bag_dir '.*' exists already"):
+        bringup.plan(share_dir=share, record=True, bag_dir=str(tmp_path))
 
 
 def test_a_python_factory_checkpoint_is_not_a_path(share):

@@ -118,14 +118,16 @@ class NodeLaunch:
 
 
 def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', device='cpu',
-         deployment='', config_file='', namespace='', task='', share_dir=''):
+         deployment='', config_file='', namespace='', task='', share_dir='', record=False,
+         bag_dir=''):
     """
     Decide what to start from the launch arguments; raise ValueError naming a bad one.
 
     ``config_file`` defaults to ``<share_dir>/config/so101_<backend>.yaml``. Empty strings
     leave the value of the config file in force. Everything is checked before any node
-    starts: a wrong backend, side, missing config file, checkpoint or serial port stops the
-    launch with a message naming it, so nothing moves.
+    starts: a wrong backend, side, missing config file, checkpoint or serial port, or a bag
+    folder that exists already stops the launch with a message naming it, so nothing moves.
+    ``record`` adds the recorder (``record`` console script) writing to ``bag_dir``.
     """
     import os
     if backend not in BACKENDS:
@@ -142,6 +144,10 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
     if backend == 'feetech' and any(s.name == 'hardware_interface' for s in specs) \
             and not os.path.exists(port):
         raise ValueError(f'serial port {port!r} does not exist (is the arm plugged in?)')
+    if record and not bag_dir:
+        raise ValueError('record is on but bag_dir is empty')
+    if record and os.path.exists(bag_dir):
+        raise ValueError(f'bag_dir {bag_dir!r} exists already (a bag needs a new folder)')
     overrides = {
         'hardware_interface': {'backend': backend, **({'port': port} if backend == 'feetech'
                                                       else {})},
@@ -149,8 +155,11 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
         'policy_server': {k: v for k, v in (('checkpoint', checkpoint), ('device', device),
                                             ('deployment', deployment)) if v},
     }
-    return [NodeLaunch(s.executable, s.name, namespace, config_file, overrides[s.name])
-            for s in specs]
+    nodes = [NodeLaunch(s.executable, s.name, namespace, config_file, overrides[s.name])
+             for s in specs]
+    if record:
+        nodes.append(NodeLaunch('record', 'recorder', namespace, '', {'bag_dir': bag_dir}))
+    return nodes
 
 
 def parameter_text(value):
@@ -168,12 +177,3 @@ def param_args(values):
     for name, value in values.items():
         args += ['-p', f'{name}:={parameter_text(value)}']
     return args
-
-
-def record_command(bag_dir, namespace=''):
-    """Return the ``ros2 bag record`` command (MCAP) for the topics that describe a run."""
-    prefix = namespace.rstrip('/') + '/' if namespace else '/'
-    if not prefix.startswith('/'):
-        prefix = '/' + prefix
-    return ['ros2', 'bag', 'record', '-s', 'mcap', '-o', bag_dir] + [
-        prefix + topic for topic in RECORD_TOPICS]

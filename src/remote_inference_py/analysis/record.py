@@ -13,19 +13,37 @@
 # limitations under the License.
 
 """
-Record topics to a rosbag2 MCAP bag from inside a node, where ``ros2 bag`` is not installed.
+Record a run's topics to a rosbag2 MCAP bag, with or without ``ros2 bag``.
 
-Raw subscriptions hand over the serialized CDR bytes exactly as rosbag2 stores them (not
-``serialize_message``, whose output carries padding rosbags rejects), stamped with the
-receive time on the node's clock, as ``ros2 bag record`` does.
+:class:`Recorder` subscribes raw to the topics that describe a run: the serialized CDR bytes
+go to the bag exactly as rosbag2 stores them (not ``serialize_message``, whose output carries
+padding rosbags rejects), stamped with the receive time on the node's clock, as
+``ros2 bag record`` does. ``ros2 bag info/play``, ``analyze`` and the ``mcap`` readers open the
+result.
+
+:class:`RecorderNode` is the ``record`` console script (what ``record:=true`` starts):
+
+    ros2 run remote_inference record --ros-args -p bag_dir:=my_run [-r __ns:=/robot1]
+
+Unlike ``ros2 bag record``, it does not end on the same Ctrl+C as the robot: asked to stop,
+it keeps recording until the robot side's nodes (executor, hardware interface) have left the
+graph, so the bag holds the return to the initial position and the final states, or until
+``stop_timeout_s``; then it closes the bag.
 """
 
 import importlib
+import os
 import threading
+import time
+
+from rcl_interfaces.msg import ParameterType
+from rclpy.node import Node
 
 from remote_inference_py import bringup
 from remote_inference_py.analysis.bag import BagWriter
 from remote_inference_py.common import qos
+from remote_inference_py.common.node_main import ConfigError, run_node
+from remote_inference_py.common.params import declare_parameters, ParamSpec
 
 
 def message_class(type_name):
@@ -68,3 +86,65 @@ class Recorder:
             if not self.closed:
                 self.closed = True
                 self.writer.close()
+
+
+# Publishers whose presence means the robot side still runs (and may still move).
+ROBOT_SIDE_TOPICS = ('executor/status', 'hardware/info', 'joint_states')
+PARAMETERS = (
+    ParamSpec('bag_dir', '', ParameterType.PARAMETER_STRING,
+              'Folder of the new bag (must not exist yet).'),
+    ParamSpec('stop_timeout_s', 30.0, ParameterType.PARAMETER_DOUBLE,
+              'Asked to stop, keep recording until the robot side has left the graph, or '
+              'this long at most [s].', low=0.0, high=3600.0, read_only=False),
+)
+
+
+class RecorderNode(Node):
+    """Record the run's topics in this node's namespace until the robot side is gone."""
+
+    def __init__(self, **kwargs):
+        super().__init__('recorder', **kwargs)
+        self.settings = declare_parameters(self, PARAMETERS)
+        bag_dir = self.settings['bag_dir']
+        if not bag_dir:
+            raise ConfigError("parameter 'bag_dir' is empty: name the folder of the new bag")
+        if os.path.exists(bag_dir):
+            raise ConfigError(f"parameter 'bag_dir': {bag_dir!r} exists already; a bag is "
+                              'written to a new folder')
+        namespace = self.get_namespace()
+        self.recorder = Recorder(self, bag_dir, namespace)
+        self.prefix = '' if namespace == '/' else namespace
+        self.finished = False
+        self.exit_code = 0
+        self.stop_deadline = None
+        self.create_timer(0.2, self.check_stop)
+        self.get_logger().info(f'recording {len(self.recorder.counts)} topics to {bag_dir}')
+
+    def robot_side_present(self):
+        """Return True while a robot-side node still publishes."""
+        return any(self.count_publishers(f'{self.prefix}/{topic}') > 0
+                   for topic in ROBOT_SIDE_TOPICS)
+
+    def request_stop(self, reason):
+        """Keep recording until the robot side is gone (or the timeout), then finish."""
+        self.get_logger().info(f'stop requested: {reason}; recording until the robot side '
+                               f'has stopped (at most {self.settings["stop_timeout_s"]} s)')
+        self.stop_deadline = time.monotonic() + self.get_parameter('stop_timeout_s').value
+
+    def check_stop(self):
+        """Finish once asked to stop and the robot side has left (or time is up)."""
+        if self.stop_deadline is None or self.finished:
+            return
+        if not self.robot_side_present() or time.monotonic() >= self.stop_deadline:
+            self.finished = True
+
+    def close(self):
+        """Close the bag and say what it holds."""
+        self.recorder.close()
+        total = sum(self.recorder.counts.values())
+        self.get_logger().info(f'bag {self.settings["bag_dir"]} closed: {total} messages')
+
+
+def main(args=None):
+    """Run the recorder node (``ros2 run remote_inference record``)."""
+    raise SystemExit(run_node(RecorderNode, args))
