@@ -108,7 +108,8 @@ def test_the_simulated_system_mirrors_the_node_settings(settings, expert):
         assert system.core.config.chunk_merge == 'ensemble'
         assert system.core.config.refill_seconds == settings.node('executor')['refill_seconds']
         assert system.latency_s == 0.3
+        # Held there, settled under gravity (the shoulder and elbow sag a few hundredths).
         assert np.allclose(system.sim.positions(), hardware['sim_initial_positions'],
-                           atol=1e-9)
+                           atol=0.05)
     finally:
         system.close()

@@ -114,12 +114,13 @@ def test_falling_behind_skips_time_instead_of_a_burst(headless):
 def test_cube_rests_on_the_table_at_a_seeded_position():
     fixed = So101Sim(SimConfig(joint_names=tuple(JOINTS), render=False))
     position, orientation = fixed.cube_pose()
-    assert position.tolist() == pytest.approx([0.3, 0.0, 0.02])
-    assert orientation.tolist() == pytest.approx([1.0, 0.0, 0.0, 0.0])
+    # Settled on the table (SETTLE_S): its centre a half size above the top, within 0.5 mm.
+    assert position.tolist() == pytest.approx([0.3, 0.0, 0.02], abs=5e-4)
+    assert orientation.tolist() == pytest.approx([1.0, 0.0, 0.0, 0.0], abs=1e-3)
     one, again, other = cube_position(7), cube_position(7), cube_position(8)
     assert one == again != other
     seeded = So101Sim(SimConfig(joint_names=tuple(JOINTS), render=False, cube_seed=7))
-    assert seeded.cube_pose()[0].tolist() == pytest.approx([*one, 0.02])
+    assert seeded.cube_pose()[0].tolist() == pytest.approx([*one, 0.02], abs=5e-4)
     (x0, y0), (x1, y1) = CUBE_SAMPLING_BOUNDS
     assert x0 <= one[0] <= x1 and y0 <= one[1] <= y1
 

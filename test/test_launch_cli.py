@@ -1,0 +1,312 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The README's commands, typed as a user types them: ``ros2 launch``, ``ros2 param``,
+``ros2 service call``, ``ros2 node list``; and every way a launch gets stopped.
+
+Each stop must end with the measured pose back within 0.05 rad of the pose before motion
+and no node process left 20 s later, whether launch got SIGINT from its terminal, SIGINT
+without a terminal, SIGINT to its whole process group (each node then gets it twice),
+SIGTERM, or SIGKILL (its nodes then stop on their own: parent-death signal).
+"""
+
+import os
+import pathlib
+import re
+import signal
+import subprocess
+
+from mcap.reader import make_reader
+from mcap_ros2.decoder import DecoderFactory
+import numpy as np
+import pytest
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from remote_inference.msg import ExecutorStatus
+from ros2_cli import Launch, node_list, ros2_or_skip, run_cli
+from ros_fixtures import clean_dead_segments
+from sensor_msgs.msg import JointState
+
+from remote_inference_py.analysis.summary import joint_vector
+from remote_inference_py.common import qos
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+POSE_TOLERANCE_RAD = 0.05
+JOINTS = ('shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper')
+# Commands at 30 Hz for minutes: the observer keeps every one (qos.COMMANDS keeps 10).
+ALL_COMMANDS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope='module')
+def ros2():
+    """The ros2 executable (skips, or fails in CI, without the tools); stops its daemon."""
+    path = ros2_or_skip()
+    yield path
+    subprocess.run([path, 'daemon', 'stop'], capture_output=True, timeout=30)
+
+
+def rest_pose():
+    """
+    The pose the simulated arm measures before any motion: the model's initial pose after it
+    settled under gravity, computed here from the same model and settings as the launched
+    hardware interface (so the check does not depend on seeing the first joint_states).
+    """
+    from remote_inference_py.hardware.sim import SimConfig, So101Sim
+    sim = So101Sim(SimConfig(joint_names=JOINTS, render=False))
+    try:
+        return sim.positions()
+    finally:
+        sim.close()
+
+
+REST_POSE = rest_pose()
+
+
+class Observer:
+    """Watch one robot from the test process: poses, commands, executor status."""
+
+    def __init__(self, ros, namespace=''):
+        self.node, self.spinner = ros
+        prefix = f'/{namespace}' if namespace else ''
+        self.poses = []
+        self.command_stamps = []
+        self.statuses = []
+        self.subscriptions = [
+            self.node.create_subscription(JointState, f'{prefix}/joint_states',
+                                          self._on_pose, qos.JOINT_STATES),
+            self.node.create_subscription(JointState, f'{prefix}/joint_commands',
+                                          self._on_command, ALL_COMMANDS),
+            self.node.create_subscription(ExecutorStatus, f'{prefix}/executor/status',
+                                          self.statuses.append, qos.LATCHED)]
+        self.initial = REST_POSE
+
+    def _on_pose(self, msg):
+        self.poses.append(joint_vector(msg))
+
+    def _on_command(self, msg):
+        self.command_stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
+
+    def state(self):
+        return self.statuses[-1].state_name if self.statuses else ''
+
+    def wait_moving(self, launch, timeout=120, seconds=3.0):
+        """Wait until the arm has run ``seconds`` and moved away from its initial pose."""
+        started = []
+
+        def ready():
+            if launch.proc.poll() is not None:
+                raise AssertionError(f'launch exited {launch.proc.returncode}:\n'
+                                     f'{launch.output()[-4000:]}')
+            if self.state() == 'RUNNING' and not started:
+                started.append(len(self.command_stamps))
+            return started and self.poses and \
+                len(self.command_stamps) - started[0] >= 30 * seconds and \
+                np.max(np.abs(self.poses[-1] - self.initial)) > 0.1
+        try:
+            self.spinner.until(ready, timeout, 'the arm moving away from its initial pose')
+        except AssertionError as error:
+            raise AssertionError(f'{error}: {len(self.poses)} poses, state '
+                                 f'{self.state()!r}') from None
+        launch.remember_children()
+
+    def wait_stopped(self, launch, timeout=40):
+        """Spin until launch's nodes are gone; return the last measured pose."""
+        def gone():
+            launch.remember_children()
+            return not launch.alive_children(timeout=0)
+        self.spinner.until(gone, timeout, 'every node process ended')
+        self.spinner.spin_for(0.2)
+        return self.poses[-1]
+
+    def check_returned(self, launch):
+        """The last measured pose is the initial one; nothing is left running."""
+        final = self.wait_stopped(launch)
+        error = float(np.max(np.abs(final - self.initial)))
+        assert error < POSE_TOLERANCE_RAD, (
+            f'final pose {np.round(final, 3)} is {error:.3f} rad from the initial '
+            f'{np.round(self.initial, 3)}\n{launch.output()[-6000:]}')
+        assert not launch.alive_children(timeout=20.0)
+        assert 'policy server lost' not in launch.output()
+        assert '[ERROR]' not in launch.output(), launch.output()[-6000:]
+
+
+@pytest.fixture
+def launch_factory(ros2, tmp_path, request):
+    """Start launches; on a failure print their output; never leave a process behind."""
+    launches = []
+
+    def start(*args, terminal=False, name='launch'):
+        launch = Launch(ros2, args, tmp_path / f'{name}.log', terminal=terminal)
+        launches.append(launch)
+        return launch
+    yield start
+    report = getattr(request.node, 'report_call', None)
+    for launch in launches:
+        if report is not None and report.failed:
+            print(f'----- {launch.log_path.name} (last 80 lines) -----')
+            print('\n'.join(launch.output().splitlines()[-80:]))
+        launch.close()
+    clean_dead_segments()   # a launch killed with SIGKILL leaves its own DDS segments
+
+
+def test_bringup_live_parameters_and_the_stop_service(ros2, ros, launch_factory):
+    watch = Observer(ros)
+    launch = launch_factory()
+    watch.wait_moving(launch)
+    expected = {'/executor', '/policy_server', '/hardware_interface'}
+    assert expected <= node_list(ros2, expected)
+
+    # joint_commands at 30 Hz within 1 % (the executor's own stamps, over ~5 s).
+    count = len(watch.command_stamps)
+    watch.spinner.until(lambda: len(watch.command_stamps) >= count + 150, 30, '150 commands')
+    stamps = np.array(watch.command_stamps[count:])
+    rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+    assert abs(rate - 30.0) < 0.3, f'{rate:.2f} Hz'
+
+    describe = run_cli(ros2, 'param', 'describe', '/executor', 'refill_seconds')
+    assert re.search(r'Min value:\s*0\.0', describe) and re.search(r'Max value:\s*60\.0',
+                                                                   describe), describe
+    for typed, value in (('1.2', 1.2), ('1', 1.0)):   # users type integers for doubles
+        assert 'Set parameter successful' in run_cli(
+            ros2, 'param', 'set', '/executor', 'refill_seconds', typed)
+        assert f'{value}' in run_cli(ros2, 'param', 'get', '/executor', 'refill_seconds')
+        requests = watch.statuses[-1].requests
+        watch.spinner.until(
+            lambda: watch.statuses[-1].requests > requests + 1
+            and abs(watch.statuses[-1].effective_refill_s - value) < 1e-6, 30,
+            f'effective refill {value} s on executor/status after the next request')
+    refused = run_cli(ros2, 'param', 'set', '/executor', 'refill_seconds', '-1', check=False)
+    assert 'Set parameter successful' not in refused, refused
+
+    answer = run_cli(ros2, 'service', 'call', '/executor/stop', 'std_srvs/srv/Trigger')
+    assert 'success=True' in answer, answer
+    watch.spinner.until(lambda: watch.state() == 'STOPPED', 30, 'executor STOPPED')
+    watch.spinner.until(lambda: re.search(r'\[executor-\d+\]: process has finished cleanly',
+                                          launch.output()), 20, 'the executor exiting with 0')
+    watch.spinner.spin_for(1.0)   # the hardware interface holds where the return ended
+    error = float(np.max(np.abs(watch.poses[-1] - watch.initial)))
+    assert error < POSE_TOLERANCE_RAD, (f'{error:.3f} rad from the initial pose: '
+                                        f'{watch.poses[-1]} vs {watch.initial}; first pose '
+                                        f'{watch.poses[0]}')
+    os.kill(launch.proc.pid, signal.SIGINT)
+    assert launch.wait(timeout=40) == 0
+    assert not launch.alive_children(timeout=20.0)
+
+
+def test_ctrl_c_in_a_terminal_with_a_namespace(ros2, ros, launch_factory):
+    watch = Observer(ros, 'robot1')
+    launch = launch_factory('namespace:=robot1', terminal=True)
+    watch.wait_moving(launch)
+    expected = {'/robot1/executor', '/robot1/policy_server', '/robot1/hardware_interface'}
+    assert expected <= node_list(ros2, expected)
+    launch.ctrl_c()
+    watch.check_returned(launch)
+    assert launch.wait(timeout=20) == 0
+
+
+def test_sigint_without_a_terminal_records_a_bag(ros2, ros, launch_factory, tmp_path):
+    bag = tmp_path / 'bag'
+    watch = Observer(ros)
+    launch = launch_factory('record:=true', f'bag_dir:={bag}')
+    watch.wait_moving(launch)
+    os.kill(launch.proc.pid, signal.SIGINT)
+    watch.check_returned(launch)
+    assert launch.wait(timeout=20) == 0
+
+    summary = subprocess.run([str(ROOT / 'install' / 'remote_inference' / 'lib' /
+                                  'remote_inference' / 'analyze'), str(bag)],
+                             capture_output=True, text=True, timeout=120)
+    assert summary.returncode == 0, summary.stderr
+    assert re.search(r'final state \| STOPPED', summary.stdout), summary.stdout
+    # The MCAP reference reader decodes every message of the bag.
+    decoded = {}
+    files = sorted(bag.glob('*.mcap'))
+    assert files, f'no MCAP file in {bag}'
+    for path in files:
+        with open(path, 'rb') as stream:
+            reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+            for _, channel, _, _ in reader.iter_decoded_messages():
+                decoded[channel.topic] = decoded.get(channel.topic, 0) + 1
+    assert decoded.get('/joint_commands', 0) > 100 and decoded.get('/policy/chunk', 0) > 2
+    # It kept recording through the stop: the return and the final state are in it.
+    assert decoded.get('/executor/status', 0) > 0
+
+
+def test_sigint_to_the_process_group_does_not_cut_the_return(ros, launch_factory):
+    watch = Observer(ros)
+    launch = launch_factory()
+    watch.wait_moving(launch)
+    os.killpg(launch.proc.pid, signal.SIGINT)   # every node: once direct, once from launch
+    watch.check_returned(launch)
+    assert 'already stopping' in launch.output()
+    assert launch.wait(timeout=20) == 0
+
+
+@pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGKILL])
+def test_the_nodes_stop_safely_when_launch_is_terminated_or_killed(ros, launch_factory,
+                                                                   signum):
+    watch = Observer(ros)
+    launch = launch_factory()
+    watch.wait_moving(launch)
+    os.kill(launch.proc.pid, signum)
+    launch.wait(timeout=20)
+    watch.check_returned(launch)
+
+
+def test_server_and_robot_sides_as_two_launches(ros, launch_factory):
+    watch = Observer(ros)
+    server = launch_factory('side:=server', name='server')
+    robot = launch_factory('side:=robot', name='robot')
+    watch.wait_moving(robot)
+    server.remember_children()
+    assert len(server.children) == 1 and len(robot.children) == 2
+    os.kill(robot.proc.pid, signal.SIGINT)
+    watch.check_returned(robot)
+    os.kill(server.proc.pid, signal.SIGINT)
+    assert server.wait(timeout=30) == 0
+    assert not server.alive_children(timeout=20.0)
+
+
+@pytest.mark.parametrize('args, named', [
+    (['backend:=gazebo'], "backend 'gazebo' is not one of sim, feetech"),
+    (['side:=laptop'], "side 'laptop' is not one of both, robot, server"),
+    (['config_file:=/nonexistent.yaml'], "config file '/nonexistent.yaml' does not exist"),
+    (['checkpoint:=/nonexistent/act.pt2'], "checkpoint '/nonexistent/act.pt2' does not exist"),
+    (['backend:=feetech', 'port:=/dev/ttyNOPE'], "serial port '/dev/ttyNOPE' does not exist"),
+    (['record:=true', 'bag_dir:=/'], "bag_dir '/' exists already"),
+])
+def test_a_bad_argument_stops_the_launch_before_any_node_starts(launch_factory, args, named):
+    launch = launch_factory(*args)
+    code = launch.wait(timeout=60)
+    output = launch.output()
+    assert code != 0 and named in output, output
+    assert 'process started' not in output, output
+
+
+def test_show_args_lists_the_arguments(ros2):
+    shown = run_cli(ros2, 'launch', 'remote_inference', 'bringup.launch.py', '--show-args')
+    for name in ('backend', 'checkpoint', 'namespace', 'side', 'record', 'bag_dir'):
+        assert f"'{name}'" in shown, shown
+
+
+def test_the_readme_setup_bash_is_sourced_by_bash(ros2):
+    """``source install/setup.bash`` (README) works and finds the package and its launch."""
+    script = (f'set -e; source {ROOT}/install/setup.bash; ros2 pkg prefix remote_inference; '
+              'ros2 launch remote_inference bringup.launch.py --show-args >/dev/null; '
+              'echo sourced-ok')
+    result = subprocess.run(['bash', '-c', script], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and 'sourced-ok' in result.stdout, result.stderr
+    assert str(ROOT / 'install' / 'remote_inference') in result.stdout
