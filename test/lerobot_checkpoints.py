@@ -44,11 +44,11 @@ IMAGE_MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1)
 IMAGE_STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(3, 1, 1)
 
 
-def stats(image_keys):
+def stats(image_keys, spread=1.0):
     """Dataset statistics as LeRobot computes them (per feature: mean, std, min, max)."""
     import torch
-    out = {key: {'mean': STATE_MEAN, 'std': STATE_STD, 'min': STATE_MIN, 'max': STATE_MAX}
-           for key in (STATE, 'action')}
+    out = {key: {'mean': STATE_MEAN, 'std': STATE_STD * spread, 'min': STATE_MIN,
+                 'max': STATE_MAX} for key in (STATE, 'action')}
     for key in image_keys:
         out[key] = {'mean': IMAGE_MEAN, 'std': IMAGE_STD,
                     'min': np.zeros((3, 1, 1), np.float32), 'max': np.ones((3, 1, 1), np.float32)}
@@ -57,8 +57,14 @@ def stats(image_keys):
 
 
 def make_checkpoint(path, policy='act', normalization='MEAN_STD', image_shape=(3, 64, 96),
-                    cameras=('front',), state_dim=6, action_dim=6, seed=0, **overrides):
-    """Build a random-weight LeRobot policy and save it with its processors to ``path``."""
+                    cameras=('front',), state_dim=6, action_dim=6, seed=0, spread=1.0,
+                    **overrides):
+    """
+    Build a random-weight LeRobot policy and save it with its processors to ``path``.
+
+    ``spread`` scales the standard deviations of state and action (MEAN_STD): a small one
+    keeps a random policy's actions near the mean pose, e.g. for runs on the simulated arm.
+    """
     import_lerobot('building a LeRobot checkpoint')
     import torch
     from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
@@ -92,7 +98,7 @@ def make_checkpoint(path, policy='act', normalization='MEAN_STD', image_shape=(3
     torch.manual_seed(seed)
     model = get_policy_class(config.type)(config)
     model.eval()
-    pre, post = make_pre_post_processors(config, dataset_stats=stats(images))
+    pre, post = make_pre_post_processors(config, dataset_stats=stats(images, spread))
     path = pathlib.Path(path)
     model.save_pretrained(path)
     pre.save_pretrained(path)
