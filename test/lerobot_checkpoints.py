@@ -35,11 +35,12 @@ os.environ.setdefault('HF_HUB_OFFLINE', '1')
 
 STATE = 'observation.state'
 FRONT = 'observation.images.front'
-# SO-101 units: degrees for the arm joints, percent for the gripper.
-STATE_MEAN = np.array([0.0, -10.0, 15.0, 20.0, 0.0, 30.0], np.float32)
+# SO-101 units: degrees for the arm joints, percent for the gripper (with the default
+# calibration 0-100 % spans the whole servo turn; the gripper's limits are about 47-78 %).
+STATE_MEAN = np.array([0.0, -10.0, 15.0, 20.0, 0.0, 60.0], np.float32)
 STATE_STD = np.array([8.0, 6.0, 7.0, 9.0, 10.0, 12.0], np.float32)
-STATE_MIN = np.array([-30.0, -40.0, -20.0, -25.0, -45.0, 0.0], np.float32)
-STATE_MAX = np.array([30.0, 20.0, 50.0, 60.0, 45.0, 60.0], np.float32)
+STATE_MIN = np.array([-30.0, -40.0, -20.0, -25.0, -45.0, 48.0], np.float32)
+STATE_MAX = np.array([30.0, 20.0, 50.0, 60.0, 45.0, 76.0], np.float32)
 IMAGE_MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1)
 IMAGE_STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(3, 1, 1)
 
