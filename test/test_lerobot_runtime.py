@@ -178,6 +178,23 @@ def test_bad_folders_are_named(folders, tmp_path):
         load_runtime(RuntimeOptions(checkpoint=str(act)))
 
 
+def test_a_folder_trained_on_a_gpu_is_served_on_the_cpu(folders, tmp_path):
+    # lerobot-train on a GPU saves device 'cuda' in config.json and in the preprocessor.
+    gpu = copy(folders['act', 'MEAN_STD'], tmp_path, 'gpu')
+    config = json.loads((gpu / 'config.json').read_text())
+    (gpu / 'config.json').write_text(json.dumps({**config, 'device': 'cuda'}))
+    pipeline = json.loads((gpu / 'policy_preprocessor.json').read_text())
+    for step in pipeline['steps']:
+        if step['registry_name'] == 'device_processor':
+            step['config']['device'] = 'cuda'
+    (gpu / 'policy_preprocessor.json').write_text(json.dumps(pipeline))
+    runtime = load_runtime(RuntimeOptions(checkpoint=str(gpu), fps=30.0, device='cpu'))
+    assert runtime.device == 'cpu'
+    sample = [observation(5)]
+    assert np.abs(serve(runtime, sample) - reference(folders['act', 'MEAN_STD'], sample)
+                  ).max() < TOLERANCE
+
+
 def test_features_that_do_not_match_the_robot_are_named(tmp_path):
     seven = checkpoints.make_checkpoint(tmp_path / 'seven', 'act', state_dim=7, action_dim=7)
     with pytest.raises(RuntimeLoadError, match=r"'observation.state' has shape \[7\], but the "
