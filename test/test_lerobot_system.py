@@ -52,7 +52,8 @@ def test_a_lerobot_act_folder_moves_the_simulated_arm_without_starving(processes
                              lambda m: commands.append(joint_vector(m)), qos.COMMANDS)
     overrides = {'hardware_interface': SMALL_CAMERA,
                  'policy_server': {'fps': 30.0, 'warmup_iterations': 1},
-                 'executor': {'autostart': True}}
+                 # 100-step chunks (3.3 s): ask 1 s ahead, margin for a loaded 2-core host
+                 'executor': {'autostart': True, 'refill_seconds': 1.0}}
     procs = {}
     for spec in bringup.plan(share_dir=str(ROOT), config_file=str(CONFIG),
                              checkpoint=str(folder)):
