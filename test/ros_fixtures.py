@@ -105,8 +105,9 @@ class NodeProcess:
         return self.proc.pid
 
     def output(self):
-        """Everything the process has logged so far."""
-        self._log.flush()
+        """Everything the process has logged so far (also after stop() closed the log)."""
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors='replace')
 
     def wait_for_output(self, pattern, timeout=20.0, spinner=None):
