@@ -114,3 +114,14 @@ def test_rerun_with_nothing_changed_skips_setup():
         assert result.returncode == 0, result.stderr
     assert 'creating the virtual environment' not in result.stderr
     assert 'building' not in result.stderr
+
+
+def test_setup_installs_the_pinned_lerobot_set():
+    # ./run installs requirements-lerobot.txt with --no-deps, so CI runs the LeRobot tests.
+    from importlib.metadata import version
+    pins = [line.split('==') for line in (ROOT / 'requirements-lerobot.txt').read_text()
+            .splitlines() if line.strip() and not line.startswith('#')]
+    assert ['lerobot', '0.4.4'] in pins
+    wrong = {name: (pin, version(name)) for name, pin in pins if version(name) != pin}
+    assert not wrong, f'installed versions differ from requirements-lerobot.txt: {wrong}'
+    assert version('torch').startswith('2.13.0'), 'the LeRobot set replaced the CPU torch'

@@ -12,10 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""export_lerobot's manifest part, safetensors reading and the save helpers (no lerobot)."""
+"""export_lerobot's manifest part, safetensors reading and the save helpers (lerobot not used)."""
 
 import json
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -81,7 +82,8 @@ def test_read_safetensors(tmp_path):
 
 def test_manifest_from_a_lerobot_act_config():
     spec = manifest_from_lerobot(ACT_CONFIG, stats(), fps=30.0)
-    assert spec.policy == 'act' and spec.chunk_length == 50 and spec.fps == 30.0
+    # What predict_action_chunk returns: chunk_size, not n_action_steps.
+    assert spec.policy == 'act' and spec.chunk_length == 100 and spec.fps == 30.0
     assert spec.semantics == 'so101-degrees-gripper-percent-v1'
     state, image = spec.features
     assert state.names[0] == 'shoulder_pan.pos' and state.normalization.mode == 'mean_std'
@@ -93,6 +95,14 @@ def test_manifest_from_a_lerobot_act_config():
     camera = manifest_from_lerobot(ACT_CONFIG, stats(), fps=30.0,
                                    image_shapes={'observation.images.front': [720, 1280, 3]})
     assert camera.features[1].shape == (720, 1280, 3)
+
+
+def test_manifest_of_a_diffusion_config_declares_its_history_and_chunk():
+    config = json.loads(json.dumps(ACT_CONFIG))
+    config.update(type='diffusion', n_obs_steps=2, horizon=16, n_action_steps=8)
+    spec = manifest_from_lerobot(config, stats(), fps=30.0)
+    assert spec.chunk_length == 8 and [f.history for f in spec.features] == [2, 2]
+    assert spec.features[1].input_shape == (2, 3, 480, 640)
 
 
 def test_missing_statistics_and_odd_features_are_named():
@@ -107,13 +117,14 @@ def test_missing_statistics_and_odd_features_are_named():
         manifest_from_lerobot(config, stats(), fps=30.0)
 
 
-def test_export_lerobot_without_lerobot_says_what_to_install(capsys, tmp_path):
+def test_export_lerobot_without_lerobot_says_what_to_install(capsys, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, 'lerobot', None)     # as if it were not installed
     with pytest.raises(SystemExit) as exit_info:
         main(['lerobot/act_so101', str(tmp_path / 'out'), '--fps', '30'])
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
     assert 'export_lerobot needs the `lerobot` package' in error
-    assert 'pip install lerobot' in error
+    assert 'pip install --no-deps -r requirements-lerobot.txt' in error
 
 
 def test_save_torchscript_helper_round_trip(tmp_path):

@@ -16,6 +16,7 @@
 
 import dataclasses
 import math
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -221,9 +222,11 @@ def test_semantics_and_fps_parameters_must_match_the_policy(tmp_path):
         load_runtime(RuntimeOptions(semantics='furlongs'))
 
 
-def test_lerobot_without_lerobot_names_what_to_install():
-    with pytest.raises(LeRobotMissing, match=r'needs the `lerobot` package.*pip install '
-                                             r'lerobot'):
+def test_lerobot_without_lerobot_names_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'lerobot', None)     # as if it were not installed
+    with pytest.raises(LeRobotMissing, match=r'needs the `lerobot` package, which is not '
+                                             r'installed.*pip install --no-deps -r '
+                                             r'requirements-lerobot.txt'):
         load_runtime(RuntimeOptions(policy_type='lerobot', checkpoint='lerobot/act_so101',
                                     fps=30.0))
 

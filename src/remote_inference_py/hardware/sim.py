@@ -98,6 +98,35 @@ def _mujoco():
     return mujoco
 
 
+def import_scene_module(name: str):
+    """
+    Import ``lerobot_env_so101.<name>`` (kinematics helpers) whichever lerobot is installed.
+
+    lerobot-env-so101 0.4.0 registers itself as a LeRobot environment plugin whenever lerobot
+    is installed, with the import paths of lerobot >= 0.5 (``from lerobot.configs import
+    FeatureType``). Next to lerobot 0.4.4 (requirements-lerobot.txt) that import fails and
+    takes the whole package with it. Only its model files and kinematics helpers are used
+    here, never the plugin, so with a lerobot older than 0.5 an empty module stands in for
+    the plugin's registration module.
+    """
+    import importlib
+    import importlib.metadata
+    import re
+    import sys
+    import types
+    plugin = f'{SCENE_PACKAGE}.configuration_so101'
+    if SCENE_PACKAGE not in sys.modules and plugin not in sys.modules:
+        try:
+            version = importlib.metadata.version('lerobot')
+        except importlib.metadata.PackageNotFoundError:
+            version = ''          # no lerobot: the package skips the plugin by itself
+        numbers = re.match(r'(\d+)\.(\d+)', version)
+        if numbers and (int(numbers.group(1)), int(numbers.group(2))) < (0, 5):
+            sys.modules[plugin] = types.ModuleType(
+                plugin, 'not imported: written for lerobot >= 0.5 (see import_scene_module)')
+    return importlib.import_module(f'{SCENE_PACKAGE}.{name}')
+
+
 def scene_path() -> str:
     """Return the path of the SO-101 pick scene MJCF inside the installed env package."""
     spec = importlib.util.find_spec(SCENE_PACKAGE)

@@ -27,9 +27,12 @@ Save policies in the server's file formats, and ``export_lerobot``.
   ``OUTPUT_DIR/model.json``: the model's ``predict_action_chunk`` in normalized units, and a
   manifest carrying the features, action names, fps, chunk length, semantics and LeRobot's
   normalization statistics, so the server reproduces LeRobot's pre- and post-processing
-  without ``lerobot`` installed. Language-conditioned policies (SmolVLA, pi0) need their
-  tokenizer at run time and cannot be exported this way; serve them with
-  ``policy_type: lerobot``.
+  without ``lerobot`` installed. The chunk length is what ``predict_action_chunk`` returns
+  (ACT: ``chunk_size``, see :func:`.lerobot_runtime.chunk_steps`). Only ACT is exported:
+  diffusion draws fresh noise on every call and loops over its denoising steps in Python, and
+  language-conditioned policies (SmolVLA, pi0) need their tokenizer at run time; serve those
+  folders with ``policy_type: lerobot``. A folder that cannot be exported is named in an
+  error (exit code 2), never a traceback.
 
 The manifest part (:func:`manifest_from_lerobot`, :func:`read_safetensors`) is plain Python
 and numpy, so it is tested without ``lerobot``.
@@ -46,6 +49,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 import numpy as np
 
 from remote_inference_py.hardware.calibration import SO101_JOINT_NAMES
+from remote_inference_py.policy_server.lerobot_runtime import chunk_steps
 from remote_inference_py.policy_server.manifest import (
     ManifestError, PolicySpec, save_manifest, spec_from_dict)
 from remote_inference_py.policy_server.runtimes import zero_inputs
@@ -147,6 +151,7 @@ def manifest_from_lerobot(config: Mapping[str, Any], stats: Mapping[str, np.ndar
     policy's input resolution unless ``image_shapes`` gives the published ``[H, W, 3]``.
     """
     mapping = config.get('normalization_mapping', {})
+    history = int(config.get('n_obs_steps') or 1)
     names = list(state_names or [f'{j}.pos' for j in SO101_JOINT_NAMES])
     features = []
     for name, feature in config.get('input_features', {}).items():
@@ -172,6 +177,8 @@ def manifest_from_lerobot(config: Mapping[str, Any], stats: Mapping[str, np.ndar
         normalization = _normalization(name, kind, mapping, stats)
         if normalization:
             entry['normalization'] = normalization
+        if history > 1:
+            entry['history'] = history
         features.append(entry)
     action = config.get('output_features', {}).get('action')
     if action is None:
@@ -185,9 +192,8 @@ def manifest_from_lerobot(config: Mapping[str, Any], stats: Mapping[str, np.ndar
     normalization = _normalization('action', 'ACTION', mapping, stats)
     if normalization:
         action_entry['normalization'] = normalization
-    chunk = int(config.get('n_action_steps') or config.get('chunk_size') or 1)
     return spec_from_dict({'policy': str(config.get('type', '')), 'semantics': semantics,
-                           'fps': fps, 'chunk_length': chunk, 'max_batch_size': 1,
+                           'fps': fps, 'chunk_length': chunk_steps(config), 'max_batch_size': 1,
                            'action': action_entry, 'features': features},
                           'exported LeRobot manifest')
 
@@ -213,20 +219,44 @@ def _config_dict(config) -> Dict[str, Any]:
                 'shape': list(value.shape)}
     return {'type': config.type, 'n_action_steps': getattr(config, 'n_action_steps', None),
             'chunk_size': getattr(config, 'chunk_size', None),
+            'n_obs_steps': getattr(config, 'n_obs_steps', None),
             'normalization_mapping': {str(getattr(k, 'name', k)): str(getattr(v, 'name', v))
                                       for k, v in config.normalization_mapping.items()},
             'input_features': {k: feature(v) for k, v in config.input_features.items()},
             'output_features': {k: feature(v) for k, v in config.output_features.items()}}
 
 
+EXPORTABLE_TYPES = ('act',)
+
+
 def export_lerobot(checkpoint: str, output_dir: os.PathLike, fps: float, semantics: str,
                    device: str = 'cpu') -> pathlib.Path:
     """Export a LeRobot checkpoint to ``output_dir/model.pt2`` + ``model.json``."""
-    from remote_inference_py.policy_server.lerobot_runtime import import_lerobot, load_policy
+    from remote_inference_py.policy_server.lerobot_runtime import (
+        import_lerobot, load_policy, read_config)
+    from remote_inference_py.policy_server.runtimes import resolve_device, RuntimeLoadError
+    directory = pathlib.Path(checkpoint)
+    if directory.is_dir():
+        kind = read_config(checkpoint).get('type')
+        if kind not in EXPORTABLE_TYPES:
+            raise RuntimeLoadError(
+                f'{checkpoint!r} holds a {kind!r} policy; only '
+                f'{", ".join(EXPORTABLE_TYPES)} can be exported (diffusion draws fresh noise and '
+                'loops over its denoising steps on every call; VLAs need their tokenizer): '
+                'serve the folder itself with policy_type lerobot')
     import_lerobot('export_lerobot')
     import torch
-    policy, _, _, config = load_policy(checkpoint, device)
-    directory = pathlib.Path(checkpoint)
+    try:
+        policy, _, _, config = load_policy(checkpoint, resolve_device(device))
+    except (RuntimeLoadError, ManifestError):
+        raise
+    except Exception as error:  # noqa: B902 - lerobot and the Hub raise many types
+        raise RuntimeLoadError(f'cannot load LeRobot checkpoint {checkpoint!r}: '
+                               f'{type(error).__name__}: {error}') from None
+    if config.type not in EXPORTABLE_TYPES:
+        raise RuntimeLoadError(f'{checkpoint!r} holds a {config.type!r} policy; '
+                               f'only {", ".join(EXPORTABLE_TYPES)} can be exported: serve it '
+                               'with policy_type lerobot')
     if not directory.is_dir():
         from huggingface_hub import snapshot_download
         directory = pathlib.Path(snapshot_download(checkpoint))
@@ -245,7 +275,12 @@ def export_lerobot(checkpoint: str, output_dir: os.PathLike, fps: float, semanti
 
     output_dir = pathlib.Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    return save_pt2(ChunkModule(), spec, output_dir / 'model.pt2')
+    try:
+        return save_pt2(ChunkModule(), spec, output_dir / 'model.pt2')
+    except Exception as error:  # noqa: B902 - torch.export raises many types
+        text = str(error).strip().splitlines()[0][:300] if str(error).strip() else ''
+        raise RuntimeLoadError(f'torch.export failed on {checkpoint!r} '
+                               f'({config.type}): {type(error).__name__}: {text}') from None
 
 
 def main(argv=None):

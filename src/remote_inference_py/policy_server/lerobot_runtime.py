@@ -13,27 +13,64 @@
 # limitations under the License.
 
 """
-LeRobot pretrained checkpoints (ACT, SmolVLA, Diffusion, pi0, ...) through ``lerobot``.
+LeRobot pretrained checkpoints (ACT, diffusion; SmolVLA, pi0, pi0.5 untested) through ``lerobot``.
 
-``lerobot`` is an optional dependency, imported only when a LeRobot checkpoint is served
-(:func:`import_lerobot` raises :class:`LeRobotMissing` naming what to install otherwise). The
-policy is loaded once with its saved pre- and post-processors (normalization, tokenization,
-device placement), exactly as LeRobot's own policy server does; the server then feeds it
-``observation.state`` in the policy's units and images as float32 ``[B, C, H, W]`` in [0, 1]
-plus the task text, and takes ``predict_action_chunk``'s output through the post-processor.
+A checkpoint is the folder ``lerobot-train`` writes (``.../checkpoints/last/pretrained_model``):
+``config.json``, ``model.safetensors`` and the processors LeRobot 0.4 saves beside them
+(``policy_preprocessor.json`` / ``policy_postprocessor.json`` with their ``.safetensors``
+statistics). The policy is loaded once with those processors (normalization, device placement),
+as LeRobot's own ``policy_server`` does. The server then feeds ``observation.state`` in the
+policy's units and images as float32 ``[B, C, H, W]`` in [0, 1] plus the task text, and takes
+the chunk the policy predicts through the post-processor.
 
-LeRobot's config does not record joint names, the action rate or the camera resolution
-the robot publishes; they come from a manifest when one is given (its normalization is
-ignored: the processors normalize) and otherwise default to the SO-101: state and action
-names ``shoulder_pan.pos`` ... ``gripper.pos`` (6 values), the ``semantics`` parameter
-(default ``so101-degrees-gripper-percent-v1``), the ``fps`` parameter (required) and each
-camera declared at the policy's input resolution. ACT must run with temporal ensembling
-disabled (the executor's ``ensemble`` merge does that job).
+Versions. ``lerobot`` is optional and imported lazily by :func:`import_lerobot`, which raises a
+named error instead of a traceback when it is missing (:class:`LeRobotMissing`, saying what to
+install) or of a version this module does not know (:class:`LeRobotVersionError`): tested with
+0.4.4; 0.5 and later moved import paths and processor files (and need Python >= 3.12). On a
+CPU-only torch, the torchvision wheel that pairs with it may be a CUDA build whose compiled
+operators cannot load, and then ``import torchvision`` fails on the missing ``torchvision::nms``
+schema; :func:`import_torchvision` declares the two schemas its Python code registers against
+(``nms``, ``qnms``; no kernels, so they raise if called) and imports it again. LeRobot's ACT and
+diffusion use only torchvision's Python models (the ResNet backbone).
+
+What is served (see :func:`chunk_steps`, :func:`spec_from_lerobot_config`):
+
+- The chunk is what ``predict_action_chunk`` returns, all of it: ``chunk_size`` steps for ACT
+  (not ``n_action_steps``: that is how many steps LeRobot's synchronous ``select_action`` plays
+  before it asks again; here the executor's refill decides, and the ``chunk_length`` parameter
+  of the server trims chunks when fewer steps should be published), ``n_action_steps`` for
+  diffusion (its model slices them out of ``horizon``).
+- ``n_obs_steps > 1`` (diffusion: 2) is served from the server's observation history: each
+  feature is declared with ``history = n_obs_steps``, so the model gets the last
+  ``n_obs_steps`` samples one action period apart, oldest first, as LeRobot's observation queue
+  holds them. The runtime calls the diffusion model on that stack directly
+  (``generate_actions``): ``predict_action_chunk`` would read the queues only ``select_action``
+  fills, and a server shared by several robots cannot keep per-policy queues.
+- ACT must run with temporal ensembling disabled (the executor's ``ensemble`` merge does that).
+
+LeRobot's config does not record joint names, the action rate or the resolution the cameras
+publish. Without a manifest they default to the SO-101: state and action names
+``shoulder_pan.pos`` ... ``gripper.pos`` (6 values), the ``semantics`` parameter (default
+``so101-degrees-gripper-percent-v1``), the ``fps`` parameter (required), and each camera
+published at the policy's input resolution on ``cameras/<name>/image_raw`` (other topics: the
+server's ``feature_topics`` parameter). A manifest beside it (``manifest`` parameter) declares
+joints, published image sizes and topics instead; it is checked against the checkpoint (feature
+names, shapes, history, action count) and its normalization is ignored, since the processors
+normalize. Any mismatch is a :class:`~.runtimes.RuntimeLoadError` naming it, so the server stops
+before any motion (exit code 2).
+
+``REMOTE_INFERENCE_POLICY_SEED`` (an integer, unset by default) reseeds torch's random number
+generator before every forward pass: a diffusion policy then answers the same observation with
+the same chunk (reproducible runs, and tests comparing against LeRobot's own prediction).
 """
 
 import dataclasses
+import json
+import os
 import pathlib
-from typing import Dict, Sequence
+import re
+import sys
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -42,45 +79,167 @@ from remote_inference_py.policy_server.manifest import load_manifest, spec_from_
 from remote_inference_py.policy_server.runtimes import (
     model_output_to_numpy, PolicyRuntime, resolve_device, RuntimeLoadError, RuntimeOptions)
 
-INSTALL_HINT = ("install it on the server with `pip install lerobot` (plus the policy's extra, "
-                "e.g. `pip install 'lerobot[smolvla]'` or `'lerobot[pi]'`)")
+TESTED_VERSION = '0.4.4'
+SUPPORTED_SERIES = (0, 4)       # lerobot 0.4.x: import paths and processor files as tested
+INSTALL_HINT = ('install it on the server without its declared dependencies, which would pull '
+                'a CUDA torch of several GB: `pip install --no-deps -r '
+                'requirements-lerobot.txt` from this repository (lerobot==0.4.4 and the exact '
+                'set its imports need), next to torch==2.13.0')
 DEFAULT_SEMANTICS = 'so101-degrees-gripper-percent-v1'
+SEED_VARIABLE = 'REMOTE_INFERENCE_POLICY_SEED'
+# Policy types whose predict_action_chunk returns a chunk this runtime serves.
+TESTED_TYPES = ('act', 'diffusion')
+UNTESTED_TYPES = ('smolvla', 'pi0', 'pi05')
+PROCESSOR_FILES = ('policy_preprocessor.json', 'policy_postprocessor.json')
+MAX_BATCH_SIZE = 8              # ACT and diffusion take any batch; the server caps it
+_TORCHVISION_SCHEMAS = (
+    'nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor',
+    'qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor',
+)
+_torchvision_library = None     # kept alive: the schemas vanish with the Library object
 
 
 class LeRobotMissing(RuntimeLoadError):
     """The ``lerobot`` package is not installed."""
 
 
+class LeRobotVersionError(RuntimeLoadError):
+    """The installed ``lerobot`` is a version whose layout this runtime does not know."""
+
+
+def import_torchvision():
+    """
+    Import torchvision; on a CPU torch with a CUDA torchvision build, declare its ops first.
+
+    torchvision registers Python "fake" kernels for ``torchvision::nms`` and ``qnms`` at import.
+    When its compiled library cannot load (a CUDA build next to a CPU torch), those operators
+    were never declared and the import fails with ``operator torchvision::nms does not exist``.
+    Declaring the two schemas (no kernels) lets the pure-Python parts (the ResNet models that
+    ACT and diffusion use) import; calling ``torchvision.ops.nms`` still raises. A torchvision
+    whose compiled library loads is imported untouched.
+    """
+    global _torchvision_library
+    try:
+        import torchvision
+        return torchvision
+    except RuntimeError as error:
+        if 'torchvision::nms' not in str(error):
+            raise
+    import torch
+    for name in [m for m in sys.modules if m == 'torchvision' or m.startswith('torchvision.')]:
+        del sys.modules[name]     # the half-imported package: import it again
+    if _torchvision_library is None:
+        _torchvision_library = torch.library.Library('torchvision', 'FRAGMENT')
+        for schema in _TORCHVISION_SCHEMAS:
+            _torchvision_library.define(schema)
+    import torchvision
+    return torchvision
+
+
+def parse_version(text: str) -> Tuple[int, ...]:
+    """Return the leading numbers of a version string ('0.4.4' -> (0, 4, 4))."""
+    numbers = re.match(r'\d+(\.\d+)*', text or '')
+    return tuple(int(v) for v in numbers.group(0).split('.')) if numbers else ()
+
+
+def check_version(version: str) -> None:
+    """Raise LeRobotVersionError unless ``version`` is a lerobot 0.4.x."""
+    parsed = parse_version(version)
+    if parsed[:2] == SUPPORTED_SERIES:
+        return
+    if parsed and parsed[:2] > SUPPORTED_SERIES:
+        raise LeRobotVersionError(
+            f'lerobot {version} is installed, but this server serves checkpoints with lerobot '
+            f'0.4 (tested {TESTED_VERSION}): lerobot 0.5 and later moved the policy and '
+            'processor modules and changed the processor files. Serve the checkpoint from an '
+            f'environment with lerobot=={TESTED_VERSION} (`pip install --no-deps -r '
+            'requirements-lerobot.txt`), or export it there with export_lerobot and serve the '
+            '.pt2 without lerobot')
+    raise LeRobotVersionError(
+        f'lerobot {version or "(unknown version)"} is installed, but this server needs '
+        f'lerobot 0.4 (tested {TESTED_VERSION}): older versions save no policy processors; '
+        f'{INSTALL_HINT}')
+
+
 def import_lerobot(purpose: str = 'serving a LeRobot checkpoint'):
-    """Import lerobot lazily; raise LeRobotMissing naming the package to install."""
+    """Import lerobot lazily; a named error says what to install when it cannot be used."""
+    try:
+        import_torchvision()
+    except ImportError:
+        pass                      # lerobot's own import then names what is missing
     try:
         import lerobot
     except ImportError as error:
         raise LeRobotMissing(f'{purpose} needs the `lerobot` package, which is not installed '
                              f'({error}); {INSTALL_HINT}') from None
+    version = str(getattr(lerobot, '__version__', '') or '')
+    if not version or version == 'unknown':
+        try:
+            from importlib.metadata import version as installed_version
+            version = installed_version('lerobot')
+        except Exception:  # noqa: B902 - no metadata: report the version as unknown
+            version = ''
+    check_version(version)
     return lerobot
 
 
-def load_policy(checkpoint: str, device: str):
-    """Return (policy, preprocessor, postprocessor, config) of a LeRobot checkpoint."""
+def read_config(checkpoint: str) -> Dict[str, Any]:
+    """Read and check a checkpoint folder's config.json; RuntimeLoadError names the problem."""
+    folder = pathlib.Path(checkpoint)
+    path = folder / 'config.json'
+    if not path.is_file():
+        raise RuntimeLoadError(f'LeRobot checkpoint {checkpoint!r} has no config.json')
+    try:
+        config = json.loads(path.read_text())
+    except ValueError as error:
+        raise RuntimeLoadError(f'LeRobot checkpoint {checkpoint!r}: config.json is not JSON '
+                               f'({error})') from None
+    kind = str(config.get('type', ''))
+    if kind not in TESTED_TYPES + UNTESTED_TYPES:
+        raise RuntimeLoadError(
+            f'LeRobot checkpoint {checkpoint!r} holds a {kind or "untyped"!r} policy, which this '
+            f'server does not serve (served: {", ".join(TESTED_TYPES)}; untested: '
+            f'{", ".join(UNTESTED_TYPES)})')
+    missing = [name for name in PROCESSOR_FILES if not (folder / name).is_file()]
+    if missing:
+        raise RuntimeLoadError(
+            f'LeRobot checkpoint {checkpoint!r} lacks the processor files {", ".join(missing)} '
+            '(normalization statistics and steps, saved by lerobot >= 0.4 next to '
+            'config.json); a checkpoint of an older lerobot must be migrated with lerobot '
+            "0.4's migrate_policy_normalization first")
+    if config.get('temporal_ensemble_coeff') is not None:
+        raise RuntimeLoadError(f'LeRobot checkpoint {checkpoint!r}: ACT with temporal '
+                               'ensembling cannot serve chunks; set temporal_ensemble_coeff to '
+                               "null in config.json (the executor's ensemble merge does the "
+                               'ensembling)')
+    return config
+
+
+def chunk_steps(config: Mapping[str, Any]) -> int:
+    """Return the steps predict_action_chunk returns: diffusion n_action_steps, else chunk_size."""
+    if config.get('type') == 'diffusion':
+        return int(config['n_action_steps'])
+    return int(config.get('chunk_size') or config.get('n_action_steps') or 1)
+
+
+def load_policy(checkpoint: str, device):
+    """Return (policy, preprocessor, postprocessor, config) of a LeRobot checkpoint folder."""
+    if pathlib.Path(checkpoint).is_dir():
+        read_config(checkpoint)
     import_lerobot()
-    try:   # the layout of lerobot >= 0.4, then the older one
-        from lerobot.policies import get_policy_class, make_pre_post_processors
-    except ImportError:
-        from lerobot.policies.factory import get_policy_class, make_pre_post_processors
     from lerobot.configs.policies import PreTrainedConfig
+    from lerobot.policies.factory import get_policy_class, make_pre_post_processors
     config = PreTrainedConfig.from_pretrained(checkpoint)
+    config.device = str(device)            # a GPU-trained config says cuda
     if getattr(config, 'temporal_ensemble_coeff', None) is not None:
         raise RuntimeLoadError(f'checkpoint {checkpoint!r}: ACT with temporal ensembling '
-                               'cannot serve chunks; set temporal_ensemble_coeff to null (the '
-                               "executor's ensemble merge does the ensembling)")
-    policy = get_policy_class(config.type).from_pretrained(checkpoint)
+                               'cannot serve chunks; set temporal_ensemble_coeff to null')
+    policy = get_policy_class(config.type).from_pretrained(checkpoint, config=config)
     policy.to(device)
     policy.eval()
-    override = {'device_processor': {'device': str(device)}}
     preprocessor, postprocessor = make_pre_post_processors(
-        policy.config, pretrained_path=checkpoint, preprocessor_overrides=override,
-        postprocessor_overrides=override)
+        policy.config, pretrained_path=checkpoint,
+        preprocessor_overrides={'device_processor': {'device': str(device)}})
     return policy, preprocessor, postprocessor, policy.config
 
 
@@ -91,7 +250,8 @@ def feature_kind(feature) -> str:
 
 
 def spec_from_lerobot_config(input_features: Dict[str, object], action_dim: int,
-                             chunk_length: int, options: RuntimeOptions, policy: str = ''):
+                             chunk_length: int, options: RuntimeOptions, policy: str = '',
+                             history: int = 1, max_batch_size: int = 1):
     """Build our PolicySpec from LeRobot feature declarations and the server options."""
     if not options.fps:
         raise RuntimeLoadError('a LeRobot checkpoint does not record its action rate; set the '
@@ -103,24 +263,61 @@ def spec_from_lerobot_config(input_features: Dict[str, object], action_dim: int,
         kind = feature_kind(feature)
         if kind == 'state':
             if shape != [len(names)]:
-                raise RuntimeLoadError(f'{name!r} has shape {shape}; only the 6-joint SO-101 '
-                                       'state has default names: give a manifest')
+                raise RuntimeLoadError(
+                    f'{name!r} has shape {shape}, but the robot (SO-101) has {len(names)} '
+                    f'joints ({", ".join(SO101_JOINT_NAMES)}); for another arm give a manifest '
+                    'naming its joints')
             features.append({'name': name, 'kind': 'state', 'shape': shape,
-                             'names': names})
+                             'names': names, 'history': history})
         elif kind == 'visual':
             channels, height, width = shape
             features.append({'name': name, 'kind': 'rgb', 'shape': [height, width, channels],
-                             'dtype': 'uint8', 'model_shape': shape})
+                             'dtype': 'uint8', 'model_shape': shape, 'history': history})
         else:
             raise RuntimeLoadError(f'input feature {name!r} of type {kind!r} is not supported '
                                    '(state and visual are); give a manifest')
     if action_dim != len(names):
-        raise RuntimeLoadError(f'the checkpoint outputs {action_dim} action values; only the '
-                               '6-joint SO-101 has default action names: give a manifest')
+        raise RuntimeLoadError(
+            f'the checkpoint outputs {action_dim} action values, but the robot (SO-101) has '
+            f'{len(names)} joints; for another arm give a manifest naming its joints')
     return spec_from_dict({
         'policy': policy, 'semantics': options.semantics or DEFAULT_SEMANTICS,
-        'fps': options.fps, 'chunk_length': chunk_length, 'max_batch_size': 1,
+        'fps': options.fps, 'chunk_length': chunk_length, 'max_batch_size': max_batch_size,
         'action': {'names': names}, 'features': features}, 'LeRobot checkpoint')
+
+
+def check_manifest(spec, input_features: Dict[str, object], action_dim: int, history: int,
+                   where: str) -> None:
+    """Raise RuntimeLoadError when a manifest does not describe the checkpoint's features."""
+    declared = {f.name: f for f in spec.features}
+    if set(declared) != set(input_features):
+        raise RuntimeLoadError(
+            f'{where} declares features {sorted(declared)}, the checkpoint takes '
+            f'{sorted(input_features)}')
+    for name, feature in input_features.items():
+        shape = tuple(int(v) for v in getattr(feature, 'shape', feature))
+        mine = declared[name]
+        model_shape = mine.model_shape if mine.is_image else mine.shape
+        if tuple(model_shape) != shape:
+            raise RuntimeLoadError(f'{where}: feature {name!r} is declared with model shape '
+                                   f'{list(model_shape)}, the checkpoint takes {list(shape)}')
+        if mine.history != history:
+            raise RuntimeLoadError(f'{where}: feature {name!r} has history {mine.history}, the '
+                                   f'checkpoint takes n_obs_steps={history}')
+    if len(spec.action_names) != action_dim:
+        raise RuntimeLoadError(f'{where} declares {len(spec.action_names)} action names, the '
+                               f'checkpoint outputs {action_dim} action values')
+
+
+def policy_seed() -> Optional[int]:
+    """Return the seed of REMOTE_INFERENCE_POLICY_SEED, None when unset."""
+    text = os.environ.get(SEED_VARIABLE, '').strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise RuntimeLoadError(f'{SEED_VARIABLE}={text!r} is not an integer') from None
 
 
 class LeRobotRuntime(PolicyRuntime):
@@ -128,48 +325,95 @@ class LeRobotRuntime(PolicyRuntime):
 
     kind = 'lerobot'
 
-    def __init__(self, spec, policy, preprocessor, postprocessor, device, source):
+    def __init__(self, spec, policy, preprocessor, postprocessor, device, source,
+                 seed: Optional[int] = None):
         """Wrap a loaded policy; use :meth:`load`."""
         super().__init__(spec, str(device), source)
         self.policy = policy
         self.preprocessor = preprocessor
         self.postprocessor = postprocessor
+        self.torch_device = device
+        self.seed = seed
+        self._staging: Dict[Tuple[str, Tuple[int, ...]], Any] = {}
+        config = policy.config
+        # Diffusion is called on the observation history directly (see the module docstring).
+        self._stack_history = getattr(config, 'type', '') == 'diffusion'
+        self._image_keys = list(getattr(config, 'image_features', None) or [])
 
     @classmethod
     def load(cls, options: RuntimeOptions) -> 'LeRobotRuntime':
         """Load the checkpoint (directory or Hub id) and derive the spec."""
+        if pathlib.Path(options.checkpoint).is_dir():
+            read_config(options.checkpoint)     # a bad folder is named before lerobot loads
         import_lerobot()
         device = resolve_device(options.device)
+        seed = policy_seed()
         try:
             policy, pre, post, config = load_policy(options.checkpoint, device)
         except RuntimeLoadError:
             raise
         except Exception as error:  # noqa: B902 - lerobot and the Hub raise many types
+            text = str(error).strip().splitlines()[0][:300] if str(error).strip() else ''
             raise RuntimeLoadError(f'cannot load LeRobot checkpoint {options.checkpoint!r}: '
-                                   f'{error}') from None
-        chunk = int(getattr(config, 'n_action_steps', 0) or getattr(config, 'chunk_size', 1))
+                                   f'{type(error).__name__}: {text}') from None
+        chunk = chunk_steps({'type': config.type,
+                             'chunk_size': getattr(config, 'chunk_size', None),
+                             'n_action_steps': getattr(config, 'n_action_steps', None)})
+        history = int(getattr(config, 'n_obs_steps', 1) or 1)
         action_dim = int(config.output_features['action'].shape[0])
+        batch = MAX_BATCH_SIZE if config.type in TESTED_TYPES else 1
         if options.manifest:
-            spec = dataclasses.replace(load_manifest(pathlib.Path(options.manifest)),
-                                       max_batch_size=1, chunk_length=chunk)
-            spec = dataclasses.replace(spec, features=tuple(
-                dataclasses.replace(f, normalization=type(f.normalization)())
-                for f in spec.features), action_normalization=type(spec.action_normalization)())
+            where = f'manifest {options.manifest!r}'
+            spec = load_manifest(pathlib.Path(options.manifest))
+            check_manifest(spec, config.input_features, action_dim, history, where)
+            identity = type(spec.action_normalization)()
+            spec = dataclasses.replace(
+                spec, max_batch_size=batch, chunk_length=chunk, policy=str(config.type),
+                features=tuple(dataclasses.replace(f, normalization=identity)
+                               for f in spec.features), action_normalization=identity)
         else:
             spec = spec_from_lerobot_config(config.input_features, action_dim, chunk, options,
-                                            str(config.type))
-        return cls(spec, policy, pre, post, device, options.checkpoint)
+                                            str(config.type), history, batch)
+        return cls(spec, policy, pre, post, device, options.checkpoint, seed)
+
+    def _tensor(self, name: str, value: np.ndarray):
+        """Move one input to the policy's device (through pinned memory on CUDA)."""
+        import torch
+        tensor = torch.from_numpy(value)
+        if self.torch_device.type != 'cuda':
+            return tensor
+        key = (name, tuple(value.shape))
+        staging = self._staging.get(key)
+        if staging is None:
+            staging = self._staging[key] = torch.empty(
+                value.shape, dtype=tensor.dtype).pin_memory()
+        staging.copy_(tensor)
+        return staging.to(self.torch_device, non_blocking=True)
 
     def infer(self, inputs: Dict[str, np.ndarray], tasks: Sequence[str]) -> np.ndarray:
-        """Run preprocessor, predict_action_chunk and postprocessor on the batch."""
+        """Run preprocessor, the policy's chunk prediction and postprocessor on the batch."""
         import torch
-        batch = {name: torch.from_numpy(value) for name, value in inputs.items()}
+        batch = {name: self._tensor(name, value) for name, value in inputs.items()}
         batch['task'] = list(tasks)
+        if self.seed is not None:
+            torch.manual_seed(self.seed)
         with torch.no_grad():
             batch = self.preprocessor(batch)
-            chunk = self.policy.predict_action_chunk(batch)
+            if self._stack_history:
+                chunk = self._diffusion_chunk(batch)
+            else:
+                chunk = self.policy.predict_action_chunk(batch)
             if chunk.ndim == 2:
                 chunk = chunk[None]
             size, steps, actions = chunk.shape
             chunk = self.postprocessor(chunk.reshape(size * steps, actions))
         return model_output_to_numpy(chunk).reshape(size, steps, actions)
+
+    def _diffusion_chunk(self, batch):
+        """Run the diffusion model on ``[B, n_obs_steps, ...]`` inputs, without its queues."""
+        import torch
+        from lerobot.utils.constants import OBS_ENV_STATE, OBS_IMAGES, OBS_STATE
+        stacked = {key: batch[key] for key in (OBS_STATE, OBS_ENV_STATE) if key in batch}
+        if self._image_keys:      # [B, n_obs_steps, cameras, C, H, W], as select_action stacks
+            stacked[OBS_IMAGES] = torch.stack([batch[key] for key in self._image_keys], dim=-4)
+        return self.policy.diffusion.generate_actions(stacked)

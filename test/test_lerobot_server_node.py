@@ -1,0 +1,170 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The policy_server node over real DDS serving LeRobot checkpoint folders made by LeRobot.
+
+The installed console script runs in its own process with ``checkpoint:=<folder>``, as in
+production; the test node plays the robot (joint states in radians, camera frames, admission,
+requests). Each chunk, converted back to the policy's units, must equal LeRobot's own
+prediction for the same observation within 1e-3. Bad folders stop the server before it serves
+anything, with a named error and exit code 2.
+"""
+
+import json
+import os
+import shutil
+
+import lerobot_checkpoints as checkpoints
+import numpy as np
+import pytest
+from rclpy.duration import Duration
+from ros_fixtures import NodeProcess
+from sensor_msgs.msg import Image as ImageMsg, JointState
+from test_policy_server_node import READY, Robot
+
+from remote_inference_py.policy_server.lerobot_runtime import SEED_VARIABLE
+from remote_inference_py.policy_server.units import JointConverter
+
+JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper']
+SO101 = 'so101-degrees-gripper-percent-v1'
+TOLERANCE = 1e-3        # policy units: degrees, gripper percent
+TOP = 'observation.images.top'
+
+
+def to_policy(si):
+    return JointConverter(SO101, JOINTS).to_policy(np.asarray(si, np.float64))
+
+
+def frame(seed):
+    return np.random.default_rng(seed).integers(0, 256, (64, 96, 3), dtype=np.uint8)
+
+
+class ManualRobot(Robot):
+    """A robot side that publishes only when told, with the capture stamps it is given."""
+
+    def publish(self):
+        """Publish nothing on the timer."""
+
+    def publish_at(self, stamp, pose, image):
+        joints = JointState(name=list(JOINTS), position=[float(v) for v in pose])
+        joints.header.stamp = stamp.to_msg()
+        msg = ImageMsg(height=image.shape[0], width=image.shape[1], encoding='rgb8',
+                       step=image.shape[1] * 3, data=image.tobytes())
+        msg.header.stamp = stamp.to_msg()
+        for _ in range(2):          # images are best effort; a repeated stamp is stored once
+            self.joint_pub.publish(joints)
+            self.image_pub.publish(msg)
+            self.spinner.spin_for(0.03)
+
+
+def test_an_act_folder_with_its_camera_mapped_by_configuration(processes, ros, tmp_path):
+    # Trained with a camera LeRobot called 'top'; this robot publishes it as cameras/front.
+    folder = checkpoints.make_checkpoint(tmp_path / 'act', 'act', 'MEAN_STD', cameras=('top',))
+    node, spinner = ros
+    server = processes.console_script('policy_server', node_name='policy_server', params={
+        'checkpoint': str(folder), 'fps': 30.0, 'warmup_iterations': 1,
+        'feature_topics': [f'{TOP}=cameras/front/image_raw']})
+    robot = Robot(ros)
+    server.wait_for_output(READY, 60, spinner)
+    caps = robot.capabilities()
+    assert caps.chunk_length == 100 and caps.semantics == SO101 and caps.action_rate == 30.0
+    assert [(f.name, list(f.shape), f.topic) for f in caps.features] == [
+        ('observation.state', [6], 'joint_states'), (TOP, [64, 96, 3], 'cameras/front/image_raw')]
+    session = robot.admit(caps).session_id
+    robot.positions = [0.3, -0.4, 0.5, 0.2, -0.3, 0.4]
+    robot.frame = frame(1)
+    robot.wait_connected()
+    spinner.spin_for(0.2)
+    robot.request(session, 1)
+    chunk = robot.answer(1, timeout=20)
+    assert chunk.error == '' and chunk.step_count == 100
+    expected = checkpoints.LeRobotReference(folder).chunk(
+        [(to_policy(robot.positions).astype(np.float32), {TOP: robot.frame})])
+    served = to_policy(np.asarray(chunk.positions).reshape(100, 6))
+    assert np.abs(served - expected).max() < TOLERANCE
+
+
+def test_a_diffusion_folder_gets_two_observations_from_the_history(processes, ros, tmp_path):
+    folder = checkpoints.make_checkpoint(tmp_path / 'diffusion', 'diffusion', 'MIN_MAX')
+    node, spinner = ros
+    server = processes.console_script(
+        'policy_server', node_name='policy_server',
+        params={'checkpoint': str(folder), 'fps': 30.0, 'warmup_iterations': 1},
+        env=dict(os.environ, **{SEED_VARIABLE: '11'}))
+    robot = ManualRobot(ros)
+    server.wait_for_output(READY, 60, spinner)
+    caps = robot.capabilities()
+    assert caps.chunk_length == 8
+    session = robot.admit(caps).session_id
+    robot.wait_connected()
+    older = ([0.1, -0.2, 0.3, 0.4, -0.1, 0.2], frame(2))
+    newer = ([0.15, -0.25, 0.35, 0.35, -0.05, 0.3], frame(3))
+    start = robot.now()
+    robot.publish_at(start, *older)
+    spinner.spin_for(0.1)
+    later = start + Duration(nanoseconds=33_333_333)     # one action period later
+    robot.publish_at(later, *newer)
+    spinner.spin_for(0.1)
+    robot.request(session, 1, earliest=later)
+    chunk = robot.answer(1, timeout=20)
+    assert chunk.error == '' and chunk.step_count == 8
+    assert chunk.header.stamp.sec * 10**9 + chunk.header.stamp.nanosec == later.nanoseconds
+    expected = checkpoints.LeRobotReference(folder).chunk(
+        [(to_policy(pose).astype(np.float32), {checkpoints.FRONT: image})
+         for pose, image in (older, newer)], seed=11)
+    served = to_policy(np.asarray(chunk.positions).reshape(8, 6))
+    assert np.abs(served - expected).max() < TOLERANCE
+
+
+def test_bad_folders_stop_the_server_with_exit_code_2(tmp_path):
+    act = checkpoints.make_checkpoint(tmp_path / 'act', 'act')
+    tdmpc = tmp_path / 'tdmpc'
+    shutil.copytree(act, tdmpc)
+    config = json.loads((act / 'config.json').read_text())
+    (tdmpc / 'config.json').write_text(json.dumps({**config, 'type': 'tdmpc'}))
+    bare = tmp_path / 'bare'
+    shutil.copytree(act, bare)
+    (bare / 'policy_postprocessor.json').unlink()
+    seven = checkpoints.make_checkpoint(tmp_path / 'seven', 'act', state_dim=7, action_dim=7)
+    cases = {
+        'type': ("holds a 'tdmpc' policy, which this server does not serve",
+                 {'checkpoint': str(tdmpc)}),
+        'processors': ('lacks the processor files policy_postprocessor.json',
+                       {'checkpoint': str(bare)}),
+        'joints': ("'observation.state' has shape [7], but the robot (SO-101) has 6 joints",
+                   {'checkpoint': str(seven)}),
+        'camera': ("feature_topics names ['observation.images.wrist'], which the policy does "
+                   "not consume (it reads ['observation.images.front'])",
+                   {'checkpoint': str(act),
+                    'feature_topics': ['observation.images.wrist=cameras/wrist/image_raw']}),
+    }
+    started = {name: NodeProcess.console_script(
+        'policy_server', tmp_path / name, params={**params, 'fps': 30.0, 'warmup_iterations': 1},
+        node_name='policy_server') for name, (_, params) in cases.items()}
+    try:
+        for name, server in started.items():
+            assert server.wait(60) == 2, server.output()
+            log = server.output()
+            assert 'cannot start: ' in log and cases[name][0] in log, log
+            assert 'Traceback' not in log and 'Policy server ready' not in log, log
+    finally:
+        for server in started.values():
+            server.stop()
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    """Nothing reaches for the Hugging Face Hub, in this process or in the nodes."""
+    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
