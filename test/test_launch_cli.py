@@ -37,6 +37,7 @@ from remote_inference.msg import ExecutorStatus
 from ros2_cli import Launch, node_list, ros2_or_skip, run_cli
 from ros_fixtures import clean_dead_segments
 from sensor_msgs.msg import JointState
+import yaml
 
 from remote_inference_py.analysis.summary import joint_vector
 from remote_inference_py.common import qos
@@ -310,3 +311,43 @@ def test_the_readme_setup_bash_is_sourced_by_bash(ros2):
                             timeout=120)
     assert result.returncode == 0 and 'sourced-ok' in result.stdout, result.stderr
     assert str(ROOT / 'install' / 'remote_inference') in result.stdout
+
+
+def test_a_lerobot_act_folder_through_ros2_launch(ros, launch_factory, tmp_path):
+    """
+    ``checkpoint:=<LeRobot folder>`` with the user's copy of the config file.
+
+    The ACT is built and saved by LeRobot itself (random weights, chunk_size 100,
+    n_action_steps 50, camera at the simulator's 48x64); the config copy sets what a LeRobot
+    folder does not record (the action rate) and a small camera, as the README says.
+    """
+    import lerobot_checkpoints as checkpoints
+    folder = checkpoints.make_checkpoint(tmp_path / 'act', 'act', image_shape=(3, 48, 64),
+                                         spread=0.2)
+    config = yaml.safe_load((ROOT / 'config' / 'so101_sim.yaml').read_text())
+    params = {name.split('/')[-1]: section['ros__parameters']
+              for name, section in config.items()}
+    params['hardware_interface'].update(sim_image_width=64, sim_image_height=48,
+                                        sim_camera_rate_hz=15.0)
+    params['policy_server'].update(fps=30.0, warmup_iterations=1)
+    # 100-step chunks (3.3 s): ask 1 s ahead, margin for a loaded 2-core host.
+    params['executor'].update(refill_seconds=1.0)
+    config_file = tmp_path / 'my_so101.yaml'
+    config_file.write_text(yaml.safe_dump(
+        {f'/**/{node}': {'ros__parameters': values} for node, values in params.items()}))
+
+    watch = Observer(ros)
+    launch = launch_factory(f'checkpoint:={folder}', f'config_file:={config_file}')
+    watch.wait_moving(launch, seconds=1.0)
+    assert re.search(r"policy 'act' from .* chunk_length=100/100", launch.output())
+    first = watch.statuses[-1]
+    watch.spinner.spin_for(8.0)   # a request about every 2.3 s
+    last = watch.statuses[-1]
+    assert last.state_name == 'RUNNING', last.message
+    assert last.starved_ticks == first.starved_ticks == 0
+    assert last.chunks_accepted - first.chunks_accepted >= 2
+    assert last.chunks_dropped == 0, last.last_drop_reason
+    # The real turnaround of a served LeRobot ACT: measured, not injected.
+    assert 0.0 < last.p50_turnaround_s < 1.0 and last.max_turnaround_s < 2.0
+    os.kill(launch.proc.pid, signal.SIGINT)
+    watch.check_returned(launch)
