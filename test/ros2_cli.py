@@ -37,8 +37,8 @@ import pytest
 
 REQUIRE_VARIABLE = 'RI_REQUIRE_ROS2_CLI'
 INSTALL_HINT = ('the ROS 2 command-line tools (ros2 launch, ros2 param) are not installed: '
-                'source a ROS 2 install, or in the project venv run the install script of '
-                'the ros2-cli bundle, as .ci/run does')
+                'source a ROS 2 install, or put them into the project venv with '
+                '../shared/ros2-cli/install (the step .ci/run takes before the tests)')
 
 
 def ros2_or_skip():
@@ -90,6 +90,7 @@ class Launch:
                                          stderr=subprocess.STDOUT, start_new_session=True,
                                          preexec_fn=_child_setup(False))
         self.children = {}
+        self.stop_mark = 0   # length of the output when a stop was sent
 
     def _drain(self):
         while True:
@@ -114,12 +115,19 @@ class Launch:
                 self.children[child.pid] = child
         except psutil.NoSuchProcess:
             pass
-        return sorted(child.name() for child in self.children.values()
-                      if child.is_running())
 
     def ctrl_c(self):
         """Type Ctrl+C on the launch's terminal."""
+        self.stop_mark = len(self.output())
         os.write(self.master, b'\x03')
+
+    def signal(self, signum, group=False):
+        """Send a signal to launch (``group``: to its whole process group)."""
+        self.stop_mark = len(self.output())
+        if group:
+            os.killpg(self.proc.pid, signum)
+        else:
+            os.kill(self.proc.pid, signum)
 
     def wait(self, timeout):
         """Wait for launch to exit; return its exit code."""
@@ -133,8 +141,7 @@ class Launch:
             if not alive:
                 return []
             time.sleep(0.2)
-        return [f'{c.pid} {" ".join(c.cmdline()[:2])}' for c in self.children.values()
-                if _running(c)]
+        return [_describe(c) for c in self.children.values() if _running(c)]
 
     def close(self):
         """Make sure nothing is left (a failed test): SIGKILL what still runs, wait for it."""
@@ -154,6 +161,13 @@ class Launch:
         if self.master is not None:
             os.close(self.master)
         self._log.close()
+
+
+def _describe(process):
+    try:
+        return f'{process.pid} {" ".join(process.cmdline()[:2])}'
+    except psutil.Error:
+        return f'{process.pid} (gone)'
 
 
 def _running(process):
