@@ -144,18 +144,9 @@ class Robots(Node):
             self.observe_and_request(ns)
 
 
-def wait(executor, predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        executor.spin_once(timeout_sec=0.02)
-    raise SystemExit(f'bench_lerobot: timed out waiting for {what}')
-
-
-def call(executor, client, request):
+def call(spinner, client, request):
     future = client.call_async(request)
-    wait(executor, future.done, 30, client.srv_name)
+    spinner.until(future.done, 30, client.srv_name)
     return future.result()
 
 
@@ -175,16 +166,18 @@ def serve_robots(folder, count, max_batch, seconds, log_path):
     robots = Robots(namespaces)
     executor = SingleThreadedExecutor()
     executor.add_node(robots)
+    from ros_fixtures import Spinner   # test/ is on sys.path (above)
+    spinner = Spinner(executor)
     try:
-        wait(executor, lambda: 'Policy server ready' in log_path.read_text()
-             or server.poll() is not None, 300, 'the server to be ready')
+        spinner.until(lambda: 'Policy server ready' in log_path.read_text()
+                      or server.poll() is not None, 300, 'the server to be ready')
         if server.poll() is not None:
             raise SystemExit(f'bench_lerobot: the server exited:\n{log_path.read_text()}')
         for ns in namespaces:
             caps_client, admit_client = robots.clients_[ns]
-            wait(executor, caps_client.service_is_ready, 30, f'{ns} services')
-            caps = call(executor, caps_client, GetCapabilities.Request())
-            answer = call(executor, admit_client, Admit.Request(
+            spinner.until(caps_client.service_is_ready, 30, f'{ns} services')
+            caps = call(spinner, caps_client, GetCapabilities.Request())
+            answer = call(spinner, admit_client, Admit.Request(
                 protocol_version=PROTOCOL_VERSION, client_name=f'{ns}/bench',
                 deployment=caps.deployment, semantics=caps.semantics,
                 action_names=caps.action_names, action_rate=caps.action_rate,
@@ -194,8 +187,8 @@ def serve_robots(folder, count, max_batch, seconds, log_path):
             if not answer.success:
                 raise SystemExit(f'bench_lerobot: {ns} not admitted: {answer.message}')
             robots.sessions[ns] = answer.session_id
-        wait(executor, lambda: all(pubs[2].get_subscription_count() > 0
-                                   for pubs in robots.pubs.values()), 10, 'matching')
+        spinner.until(lambda: all(pubs[2].get_subscription_count() > 0
+                                  for pubs in robots.pubs.values()), 10, 'matching')
         robots.running = True
         for ns in namespaces:
             robots.observe_and_request(ns)

@@ -89,7 +89,7 @@ class Recorder:
 
 
 # Publishers whose presence means the robot side still runs (and may still move).
-ROBOT_SIDE_TOPICS = ('executor/status', 'hardware/info', 'joint_states')
+ROBOT_SIDE_TOPICS = (bringup.STATUS.name, bringup.HARDWARE_INFO.name, bringup.JOINT_STATES.name)
 PARAMETERS = (
     ParamSpec('bag_dir', '', ParameterType.PARAMETER_STRING,
               'Folder of the new bag (must not exist yet).'),

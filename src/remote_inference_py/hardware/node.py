@@ -70,7 +70,8 @@ it; a node that ends in fault exits with code 1.
 Stop (SIGINT, SIGTERM): while active, commands are still applied for up to
 ``shutdown_grace_s`` until none has arrived for 0.5 s (the executor returns the arm to its
 initial pose meanwhile), then the arm holds and the bus is closed with torque off when
-``disable_torque_on_shutdown``. A second signal closes at once.
+``disable_torque_on_shutdown``. A second Ctrl+C at least 1 s after the first closes at once
+(repeats of the same stop do not; ``common/node_main.py``).
 
 Threads: the node spins on one thread (``run_node``); the worker thread reads, writes and
 publishes ``joint_states`` and ``applied_command``; the sim's camera thread renders and
