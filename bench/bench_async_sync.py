@@ -89,7 +89,7 @@ class Bench:
         from remote_inference.msg import ExecutorStatus
         from ros_fixtures import Spinner
 
-        from remote_inference_py.common import qos
+        from remote_inference_py.transport import qos
 
         self.log_dir = log_dir
         self.context = rclpy.Context()

@@ -41,11 +41,12 @@ import numpy as np
 
 from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.executor.core import Chunk, ExecutorCore
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 BENCH = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCH.parent / 'test'), str(BENCH.parent / 'test' / 'peers')]
 
-JOINTS = ('shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper')
+JOINTS = SO101_JOINT_NAMES
 
 
 def core_cost(samples=2000):
@@ -98,7 +99,7 @@ def tick_jitter(fps, load, seconds, spin='events'):
     from remote_inference.msg import ExecutorStatus
     from ros_fixtures import NodeProcess, Spinner
 
-    from remote_inference_py.common import qos
+    from remote_inference_py.transport import qos
 
     log_dir = pathlib.Path(tempfile.mkdtemp(prefix=f'bench_exec_{int(fps)}_'))
     burner = None

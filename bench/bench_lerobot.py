@@ -50,14 +50,15 @@ from remote_inference.srv import Admit, GetCapabilities
 from sensor_msgs.msg import Image, JointState
 import yaml
 
-from remote_inference_py import PROTOCOL_VERSION
-from remote_inference_py.common import qos
+from remote_inference_py.contract.admission import PROTOCOL_VERSION
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.transport import qos
 
 BENCH = pathlib.Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path[:0] = [str(ROOT / 'test')]
 SERVER = ROOT / 'install' / 'remote_inference' / 'lib' / 'remote_inference' / 'policy_server'
-JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper']
+JOINTS = list(SO101_JOINT_NAMES)
 HEIGHT, WIDTH = 480, 640
 CASES = ((1, 1), (2, 2), (4, 4), (4, 1))      # (robots, max_batch_size)
 ACT_DEFAULTS = dict(chunk_size=100, n_action_steps=100, dim_model=512, n_heads=8,
@@ -75,8 +76,8 @@ def make_act(directory):
 def forward_times(folder, batches, passes):
     """Time the lerobot runtime's infer() in this process; return {batch: [ms, ...]}."""
     import torch
-    from remote_inference_py.policy_server.runtimes import (
-        load_runtime, RuntimeOptions, zero_inputs)
+    from remote_inference_py.policy_server.loading import load_runtime
+    from remote_inference_py.policy_server.runtimes import RuntimeOptions, zero_inputs
     torch.set_num_threads(1)
     runtime = load_runtime(RuntimeOptions(checkpoint=str(folder), fps=30.0))
     parameters = sum(p.numel() for p in runtime.policy.parameters())

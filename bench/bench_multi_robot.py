@@ -61,6 +61,7 @@ import time
 import numpy as np
 
 from remote_inference_py.bringup import param_args
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 BENCH = pathlib.Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -69,7 +70,7 @@ CONFIG = ROOT / 'config' / 'so101_sim.yaml'
 
 COUNTS = (1, 2, 4, 8)
 BATCHING = {'on': 8, 'off': 1}
-JOINTS = ('shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper')
+JOINTS = SO101_JOINT_NAMES
 NAMES = [f'{joint}.pos' for joint in JOINTS]
 SEMANTICS = 'si-radians-v1'
 WIDTH = 96   # channels of the first conv layer: ~3 ms per forward pass at batch 1
@@ -152,7 +153,7 @@ class Watch:
         from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest
         from ros_fixtures import Spinner
 
-        from remote_inference_py.common import qos
+        from remote_inference_py.transport import qos
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)

@@ -52,15 +52,16 @@ from sensor_msgs.msg import Image, JointState
 import torch
 import yaml
 
-from remote_inference_py import PROTOCOL_VERSION
-from remote_inference_py.common import qos
+from remote_inference_py.contract.admission import PROTOCOL_VERSION
 from remote_inference_py.policy_server.export import save_pt2
 from remote_inference_py.policy_server.manifest import spec_from_dict
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.transport import qos
 
 BENCH = pathlib.Path(__file__).resolve().parent
 ROOT = BENCH.parent
 SERVER = ROOT / 'install' / 'remote_inference' / 'lib' / 'remote_inference' / 'policy_server'
-JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper']
+JOINTS = list(SO101_JOINT_NAMES)
 HEIGHT, WIDTH = 480, 640
 
 

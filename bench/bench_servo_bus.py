@@ -39,9 +39,9 @@ import time
 
 import scservo_sdk as scs
 
-from remote_inference_py.hardware.emulator import EmulatorProcess
 from remote_inference_py.hardware.feetech import (
     BoundedWaitPortHandler, FeetechBus, FeetechBusConfig)
+from remote_inference_py.testing.emulator import EmulatorProcess
 
 WIRE_BITS_PER_BYTE = 10
 BAUDRATE = 1_000_000

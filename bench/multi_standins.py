@@ -37,7 +37,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import Image
 
-from remote_inference_py.common import qos
+from remote_inference_py.transport import qos
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / 'test' / 'peers'))
 from fake_arm import FakeArm  # noqa: E402,I100 - a test peer, importable only from its folder

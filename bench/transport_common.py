@@ -34,8 +34,10 @@ import time
 
 import numpy as np
 
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+
 IMAGE_SHAPE = (480, 640, 3)
-JOINTS = ('shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper')
+JOINTS = SO101_JOINT_NAMES
 CHUNK_SHAPE = (50, 6)
 FPS = 30.0
 PACED_HZ = 30.0

@@ -26,9 +26,9 @@ message path: transport, the server's observation handling and its worker thread
 
 import numpy as np
 
-from remote_inference_py.hardware.calibration import SO101_JOINT_NAMES
 from remote_inference_py.policy_server.manifest import spec_from_dict
 from remote_inference_py.policy_server.runtimes import PolicyRuntime
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 SEMANTICS = 'si-radians-v1'
 FPS = 30.0

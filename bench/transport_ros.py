@@ -18,16 +18,16 @@ Our ROS 2 path, client side: what the robot computer sends the policy server and
 Per round trip, as the product's nodes do it: a ``remote_inference/InferenceRequest`` on
 ``policy/request`` (qos.COMMANDS) whose earliest capture stamp is "now", then a
 ``sensor_msgs/JointState`` on ``joint_states`` (qos.JOINT_STATES, serialized by
-``common/cdr.py``'s JointStateEncoder as the hardware interface does) and the rgb8 frame captured
-after it, published by the hardware interface's own ``ImagePublisher``
-(:mod:`remote_inference_py.common.shared_images`, qos.IMAGES): with ``share=True``, as shipped,
+``transport/cdr.py``'s JointStateEncoder as the hardware interface does) and the rgb8 frame
+captured after it, published by the hardware interface's own ``ImagePublisher``
+(:mod:`remote_inference_py.transport.shared_images`, qos.IMAGES): with ``share=True``, as shipped,
 into a shared-memory ring with a ``SharedImage`` reference on ``cameras/front/image_raw/shm``
 (the server on this host reads the ring); with ``share=False`` as a serialized
 ``sensor_msgs/Image`` on ``cameras/front/image_raw``, the path to a server on another host.
 The server must use exactly this observation (joints first: on a robot they stream at 100 Hz,
 the frame completes the observation); the round trip ends when the matching
 ``remote_inference/ActionChunk`` arrives on ``policy/chunk`` (qos.CHUNKS) and its positions
-are a numpy array (read from the serialized bytes by ``common/cdr.py``'s ActionChunkDecoder,
+are a numpy array (read from the serialized bytes by ``transport/cdr.py``'s ActionChunkDecoder,
 as the executor node reads them).
 
 The executor always asks before the observation it is answered with exists (the server waits
@@ -70,10 +70,10 @@ class RosClient(Client):
         from remote_inference.srv import Admit, GetCapabilities
         from sensor_msgs.msg import JointState
 
-        from remote_inference_py.common import qos
-        from remote_inference_py.common.cdr import ActionChunkDecoder, JointStateEncoder
         from remote_inference_py.common.node_main import make_executor
-        from remote_inference_py.common.shared_images import ImagePublisher
+        from remote_inference_py.transport import qos
+        from remote_inference_py.transport.cdr import ActionChunkDecoder, JointStateEncoder
+        from remote_inference_py.transport.shared_images import ImagePublisher
 
         self.rclpy = rclpy
         self.together = together
@@ -202,7 +202,7 @@ def serve_minimal(image=True):
     from remote_inference.msg import ActionChunk, InferenceRequest
     from sensor_msgs.msg import Image, JointState
 
-    from remote_inference_py.common import qos
+    from remote_inference_py.transport import qos
 
     rclpy.init()
     node = rclpy.create_node('transport_minimal_server')

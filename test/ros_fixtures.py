@@ -32,7 +32,7 @@ import time
 
 import yaml
 
-from remote_inference_py.common import frame_ring
+from remote_inference_py.transport import frame_ring
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 INSTALL_LIB = ROOT / 'install' / 'remote_inference' / 'lib' / 'remote_inference'

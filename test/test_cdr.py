@@ -23,7 +23,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from remote_inference.msg import ActionChunk, SharedImage
 from sensor_msgs.msg import JointState
 
-from remote_inference_py.common.cdr import (
+from remote_inference_py.transport.cdr import (
     ActionChunkDecoder, ActionChunkEncoder, CdrError, JointStateDecoder, JointStateEncoder,
     SharedImageDecoder, SharedImageEncoder)
 

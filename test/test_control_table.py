@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import pytest
 import scservo_sdk as scs
 
-from remote_inference_py.hardware.control_table import (
+from remote_inference_py.robot.control_table import (
     BAUDRATE_TABLE, ControlTable, decode_sign_magnitude, describe_status_error,
     encode_sign_magnitude, Register, SO101_COMMON_SETTINGS, SO101_GRIPPER_SETTINGS,
     so101_register_settings, SRAM, STATUS_ERROR_BITS, STS3215)

@@ -22,8 +22,8 @@ from remote_inference_py.evaluation.expert import (
     STATE_FEATURE)
 from remote_inference_py.evaluation.task import INITIAL_POSITIONS
 from remote_inference_py.policy_server.core import PolicyServerCore, ServerSettings
-from remote_inference_py.policy_server.runtimes import (
-    load_runtime, RuntimeOptions, warm_up, zero_inputs)
+from remote_inference_py.policy_server.loading import load_runtime
+from remote_inference_py.policy_server.runtimes import RuntimeOptions, warm_up, zero_inputs
 
 EXPERT = 'remote_inference_py.evaluation.expert:expert_runtime'
 IDLE = 'remote_inference_py.evaluation.expert:idle_runtime'

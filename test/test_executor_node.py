@@ -28,10 +28,10 @@ from rcl_interfaces.srv import SetParameters
 from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest
 from ros_fixtures import clean_dead_segments
 
-from remote_inference_py.common import qos
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.transport import qos
 
-JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll',
-          'gripper']
+JOINTS = list(SO101_JOINT_NAMES)
 EXECUTOR = {'deployment': 'test', 'autostart': True, 'refill_seconds': 0.2,
             'starvation_grace_s': 1.0, 'return_speed_rad_s': 1.0, 'max_step_rad': 0.5}
 CMD = re.compile(r'^CMD t=(\d+) (.*)$', re.M)

@@ -24,13 +24,14 @@ import time
 import pytest
 import scservo_sdk as scs
 
-from remote_inference_py.hardware.calibration import Calibration, SO101_JOINT_NAMES
-from remote_inference_py.hardware.emulator import (
-    build_packet, BusEmulator, EmulatedServo, EmulatorError, EmulatorProcess, PacketParser)
 from remote_inference_py.hardware.feetech import (
     BoundedWaitPortHandler, BusFaultError, FeetechBus, FeetechBusConfig,
     FeetechConnectionError, FeetechError, MotorNotFoundError, ServoChecksumError,
     ServoPortError, ServoStatusError, ServoTimeoutError, TorqueDisableError)
+from remote_inference_py.robot.calibration import Calibration
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.testing.emulator import (
+    build_packet, BusEmulator, EmulatedServo, EmulatorError, EmulatorProcess, PacketParser)
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                        'config', 'so101_calibration_example.json')

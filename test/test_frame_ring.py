@@ -26,10 +26,10 @@ import time
 import numpy as np
 import pytest
 
-from remote_inference_py.common import frame_ring
-from remote_inference_py.common.frame_ring import (
+from remote_inference_py.transport import frame_ring
+from remote_inference_py.transport.frame_ring import (
     FrameGone, RingError, RingReader, RingUnavailable, RingWriter)
-from remote_inference_py.common.image_cdr import decode_image, encode_image, image_parts
+from remote_inference_py.transport.image_cdr import decode_image, encode_image, image_parts
 
 
 @pytest.fixture
@@ -149,7 +149,7 @@ def test_close_removes_the_file_and_rings_of_dead_writers_are_cleaned(tmp_path):
     # A writer killed with SIGKILL leaves its ring, and its lock goes with it.
     killed = subprocess.run(
         [sys.executable, '-c', 'import os, signal, sys\n'
-         'from remote_inference_py.common.frame_ring import RingWriter\n'
+         'from remote_inference_py.transport.frame_ring import RingWriter\n'
          f'print(RingWriter("side", 64, directory={str(tmp_path)!r}).name, flush=True)\n'
          'os.kill(os.getpid(), signal.SIGKILL)'], capture_output=True, text=True)
     assert killed.returncode == -signal.SIGKILL
@@ -175,7 +175,7 @@ def test_close_removes_the_file_and_rings_of_dead_writers_are_cleaned(tmp_path):
 
 WRITER = """
 import struct, sys, time
-from remote_inference_py.common.frame_ring import RingWriter
+from remote_inference_py.transport.frame_ring import RingWriter
 writer = RingWriter('race', 1 << 16, slots=4, directory=sys.argv[1])
 print(writer.name, flush=True)
 end = time.monotonic() + float(sys.argv[2])

@@ -25,15 +25,16 @@ import time
 import numpy as np
 import pytest
 
-from remote_inference_py.hardware.backend import (
-    BackendFault, BackendOpenError, check_limits, FeetechBackend, FeetechSettings,
-    load_calibration, SimBackend)
-from remote_inference_py.hardware.calibration import (
-    Calibration, CalibrationError, SO101_JOINT_NAMES)
+from remote_inference_py.hardware.backend import BackendFault, BackendOpenError, check_limits
 from remote_inference_py.hardware.commands import CommandLimits, CommandRejected
-from remote_inference_py.hardware.emulator import EmulatorProcess
+from remote_inference_py.hardware.feetech_backend import (
+    FeetechBackend, FeetechSettings, load_calibration)
 from remote_inference_py.hardware.runner import HardwareRunner, RunnerSettings, RunnerSink
 from remote_inference_py.hardware.sim import SimConfig
+from remote_inference_py.hardware.sim_backend import SimBackend
+from remote_inference_py.robot.calibration import Calibration, CalibrationError
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.testing.emulator import EmulatorProcess
 
 JOINTS = tuple(SO101_JOINT_NAMES)
 IDS = (1, 2, 3, 4, 5, 6)

@@ -35,9 +35,10 @@ from remote_inference.msg import HardwareInfo
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from remote_inference_py.common import qos
-from remote_inference_py.hardware.calibration import Calibration, SO101_JOINT_NAMES
-from remote_inference_py.hardware.emulator import EmulatorProcess
+from remote_inference_py.robot.calibration import Calibration
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.testing.emulator import EmulatorProcess
+from remote_inference_py.transport import qos
 
 JOINTS = list(SO101_JOINT_NAMES)
 IDS = {name: index + 1 for index, name in enumerate(JOINTS)}

@@ -22,8 +22,8 @@ import pytest
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import Image
 
-from remote_inference_py.common.cdr import CdrError, is_plain_cdr
-from remote_inference_py.common.image_cdr import decode_image, encode_image
+from remote_inference_py.transport.cdr import CdrError, is_plain_cdr
+from remote_inference_py.transport.image_cdr import decode_image, encode_image
 
 # What a ROS string can hold: UTF-8 without NUL (no lone surrogates, which UTF-8 cannot encode).
 TEXT = st.text(st.characters(blacklist_categories=('Cs',), blacklist_characters='\0'),

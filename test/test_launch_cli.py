@@ -39,11 +39,12 @@ from sensor_msgs.msg import JointState
 import yaml
 
 from remote_inference_py.analysis.summary import joint_vector
-from remote_inference_py.common import qos
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.transport import qos
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 POSE_TOLERANCE_RAD = 0.05
-JOINTS = ('shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper')
+JOINTS = SO101_JOINT_NAMES
 # Commands at 30 Hz for minutes: the observer keeps every one (qos.COMMANDS keeps 10).
 ALL_COMMANDS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 pytestmark = pytest.mark.slow

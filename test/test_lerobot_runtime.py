@@ -40,11 +40,12 @@ from remote_inference_py.policy_server.export import main as export_main
 from remote_inference_py.policy_server.images import RawImage
 from remote_inference_py.policy_server.lerobot_runtime import (
     check_version, LeRobotVersionError, SEED_VARIABLE)
-from remote_inference_py.policy_server.runtimes import (
-    load_runtime, RuntimeLoadError, RuntimeOptions)
-from remote_inference_py.policy_server.units import JointConverter
+from remote_inference_py.policy_server.loading import load_runtime
+from remote_inference_py.policy_server.runtimes import RuntimeLoadError, RuntimeOptions
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.robot.units import JointConverter
 
-JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper']
+JOINTS = list(SO101_JOINT_NAMES)
 SO101 = 'so101-degrees-gripper-percent-v1'
 MS = 1_000_000
 PERIOD_NS = 33_333_333

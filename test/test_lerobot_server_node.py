@@ -35,9 +35,10 @@ from sensor_msgs.msg import Image as ImageMsg, JointState
 from test_policy_server_node import READY, Robot
 
 from remote_inference_py.policy_server.lerobot_runtime import SEED_VARIABLE
-from remote_inference_py.policy_server.units import JointConverter
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.robot.units import JointConverter
 
-JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper']
+JOINTS = list(SO101_JOINT_NAMES)
 SO101 = 'so101-degrees-gripper-percent-v1'
 TOLERANCE = 1e-3        # policy units: degrees, gripper percent
 TOP = 'observation.images.top'

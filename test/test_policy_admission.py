@@ -18,11 +18,12 @@ import dataclasses
 
 import pytest
 
-from remote_inference_py import PROTOCOL_VERSION
-from remote_inference_py.policy_server.admission import (
-    AdmitRequest, check_admission, FeatureDeclaration, ServerContract, SessionTable)
+from remote_inference_py.contract.admission import (
+    AdmitRequest, check_admission, FeatureDeclaration, PROTOCOL_VERSION, ServerContract)
+from remote_inference_py.policy_server.sessions import SessionTable
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
-JOINTS = ('shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper')
+JOINTS = SO101_JOINT_NAMES
 STATE = FeatureDeclaration('observation.state', (6,), 'float32', 'state')
 FRONT = FeatureDeclaration('observation.images.front', (480, 640, 3), 'uint8', 'rgb')
 CONTRACT = ServerContract(deployment='so101', semantics='so101-degrees-gripper-percent-v1',

@@ -21,15 +21,16 @@ import numpy as np
 from PIL import Image
 import pytest
 
-from remote_inference_py.policy_server.admission import AdmitRequest, FeatureDeclaration
+from remote_inference_py.contract.admission import AdmitRequest, FeatureDeclaration
 from remote_inference_py.policy_server.core import (
     PolicyServerCore, Request, ServerSettings)
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
 from remote_inference_py.policy_server.images import CompressedImage
 from remote_inference_py.policy_server.manifest import spec_from_dict
 from remote_inference_py.policy_server.runtimes import PolicyRuntime
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
-JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper']
+JOINTS = list(SO101_JOINT_NAMES)
 SO101 = 'so101-degrees-gripper-percent-v1'
 MS = 1_000_000
 

@@ -24,8 +24,9 @@ import test_policy_models as models
 
 from remote_inference_py.policy_server.export import (
     find_stats, main, manifest_from_lerobot, read_safetensors, save_torchscript)
+from remote_inference_py.policy_server.loading import load_runtime
 from remote_inference_py.policy_server.manifest import ManifestError, spec_from_dict
-from remote_inference_py.policy_server.runtimes import load_runtime, RuntimeOptions, warm_up
+from remote_inference_py.policy_server.runtimes import RuntimeOptions, warm_up
 
 # The shape of a LeRobot ACT config.json (SO-101, one camera), trimmed to what we read.
 ACT_CONFIG = {

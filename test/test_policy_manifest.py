@@ -24,6 +24,7 @@ import yaml
 from remote_inference_py.policy_server.manifest import (
     load_manifest, manifest_path_for, ManifestError, Normalization, save_manifest,
     spec_from_dict)
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 NAMES = ['shoulder_pan.pos', 'shoulder_lift.pos', 'elbow_flex.pos', 'wrist_flex.pos',
          'wrist_roll.pos', 'gripper.pos']
@@ -60,8 +61,7 @@ def with_changes(path, value):
 
 def test_valid_manifest_and_defaults():
     spec = spec_from_dict(MANIFEST)
-    assert spec.action_joints == ('shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex',
-                                  'wrist_roll', 'gripper')
+    assert spec.action_joints == SO101_JOINT_NAMES
     state, image = spec.features
     assert state.semantics == 'so101-degrees-gripper-percent-v1'   # inherited
     assert state.dtype == 'float32' and image.dtype == 'uint8'

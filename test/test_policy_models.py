@@ -27,9 +27,10 @@ import numpy as np
 from PIL import Image
 import torch
 
-from remote_inference_py.policy_server.units import JointConverter
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.robot.units import JointConverter
 
-JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper']
+JOINTS = list(SO101_JOINT_NAMES)
 SEMANTICS = 'so101-degrees-gripper-percent-v1'
 CAMERA = (48, 64)        # published height, width
 MODEL_IMAGE = (24, 32)   # what the model takes

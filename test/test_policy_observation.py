@@ -26,9 +26,10 @@ from remote_inference_py.policy_server.images import CompressedImage, InputError
 from remote_inference_py.policy_server.manifest import spec_from_dict
 from remote_inference_py.policy_server.observation import (
     JOINT_STATES, MAX_NAME_LISTS, ObservationAssembler, Sample, StreamBuffer)
-from remote_inference_py.policy_server.units import JointConverter
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.robot.units import JointConverter
 
-JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper']
+JOINTS = list(SO101_JOINT_NAMES)
 MS = 1_000_000
 
 

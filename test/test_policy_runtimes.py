@@ -29,11 +29,11 @@ from remote_inference_py.policy_server.demo_policy import (
 from remote_inference_py.policy_server.export import save_pt2
 from remote_inference_py.policy_server.lerobot_runtime import (
     LeRobotMissing, spec_from_lerobot_config)
+from remote_inference_py.policy_server.loading import infer_policy_type, load_runtime
 from remote_inference_py.policy_server.manifest import spec_from_dict
 from remote_inference_py.policy_server.runtimes import (
-    infer_policy_type, load_runtime, PolicyRuntime, RuntimeLoadError, RuntimeOptions, warm_up,
-    zero_inputs)
-from remote_inference_py.policy_server.units import JointConverter
+    PolicyRuntime, RuntimeLoadError, RuntimeOptions, warm_up, zero_inputs)
+from remote_inference_py.robot.units import JointConverter
 
 SO101 = 'so101-degrees-gripper-percent-v1'
 

@@ -37,10 +37,10 @@ from ros_fixtures import NodeProcess
 from sensor_msgs.msg import CompressedImage, Image as ImageMsg, JointState
 import test_policy_models as models
 
-from remote_inference_py import PROTOCOL_VERSION
-from remote_inference_py.common import qos
+from remote_inference_py.contract.admission import PROTOCOL_VERSION
 from remote_inference_py.policy_server.export import save_pt2
 from remote_inference_py.policy_server.manifest import spec_from_dict
+from remote_inference_py.transport import qos
 
 JOINTS = models.JOINTS
 SO101 = 'so101-degrees-gripper-percent-v1'

@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 import numpy as np
 import pytest
 
-from remote_inference_py.hardware.calibration import Calibration, SO101_JOINT_NAMES
-from remote_inference_py.semantics import (
+from remote_inference_py.robot.calibration import Calibration
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.robot.units import (
     get_semantics, known_semantics, SIRadians, SO101DegreesGripperPercent)
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),

@@ -22,9 +22,9 @@ from remote_inference.msg import SharedImage
 from sensor_msgs.msg import Image
 import test_policy_server_node as server_test
 
-from remote_inference_py.common import qos
-from remote_inference_py.common.frame_ring import SHM_DIR
-from remote_inference_py.common.shared_images import ImagePublisher
+from remote_inference_py.transport import qos
+from remote_inference_py.transport.frame_ring import SHM_DIR
+from remote_inference_py.transport.shared_images import ImagePublisher
 
 TOPIC = 'cameras/front/image_raw'
 SERVER = {'deployment': 'demo_test', 'demo_cameras': ['front'], 'demo_image_size': [48, 64],

@@ -27,11 +27,11 @@ from remote_inference.msg import HardwareInfo
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
-from remote_inference_py.common import qos
-from remote_inference_py.hardware.calibration import SO101_JOINT_NAMES
 from remote_inference_py.hardware.sim import (
     build_spec, cluster_vertices, cube_position, CUBE_SAMPLING_BOUNDS, SimConfig, SimError,
     So101Sim)
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.transport import qos
 
 JOINTS = list(SO101_JOINT_NAMES)
 POSE = [0.4, 0.3, -0.3, 0.2, 0.5, 0.8]   # [rad], low gravity load, inside every limit

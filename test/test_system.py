@@ -33,7 +33,8 @@ from sensor_msgs.msg import JointState
 
 from remote_inference_py import bringup
 from remote_inference_py.analysis.summary import joint_vector
-from remote_inference_py.common import qos
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.transport import qos
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONFIG = ROOT / 'config' / 'so101_sim.yaml'
@@ -184,8 +185,7 @@ def test_nan_joint_states_are_named_and_never_move_the_arm(system, ros):
     run = system(nodes=('executor', 'policy_server'), executor={'admission_timeout_s': 5.0})
     state_pub = node.create_publisher(JointState, 'joint_states', qos.JOINT_STATES)
     info_pub = node.create_publisher(HardwareInfo, 'hardware/info', qos.LATCHED)
-    names = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll',
-             'gripper']
+    names = list(SO101_JOINT_NAMES)
     info_pub.publish(HardwareInfo(backend='test', joint_names=names, position_hold=True,
                                   state='active'))
     timer = node.create_timer(0.02, lambda: state_pub.publish(JointState(

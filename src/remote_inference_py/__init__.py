@@ -12,6 +12,31 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Python code of the remote_inference ROS 2 package (nodes and their pure cores)."""
+"""
+remote_inference: keep a robot arm moving while a policy computes its next chunk of actions.
 
-PROTOCOL_VERSION = 1
+The package is a set of rooms; docs/design.md draws them and explains the behaviour.
+
+Node rooms, side by side (none imports another):
+
+- :mod:`.executor`: the robot-side node that plays chunks at the action rate and asks for more.
+- :mod:`.policy_server`: the node that turns observations into chunks with a policy.
+- :mod:`.hardware`: the node that drives the arm (Feetech servos or the MuJoCo SO-101).
+
+Each is a pure core (plain Python and numpy, tested without ROS) plus one ``node.py`` that maps
+ROS parameters, topics and services onto that core.
+
+Shared rooms the node rooms stand on:
+
+- :mod:`.robot`: the arm: SO-101 joint names, calibration, servo control table, units (pure).
+- :mod:`.contract`: what robot and server agree on before motion: protocol version, merge
+  modes and the one admission check both sides run (pure).
+- :mod:`.transport`: how messages travel: QoS by role, serialized-message encoders and decoders,
+  the shared-memory frame ring (imports ROS).
+- :mod:`.common`: the node runtime: ``main()``, signals, parameter specs, the control-tick
+  thread, allocator settings (imports ROS).
+
+Tools above them: :mod:`.analysis` (record and analyse runs), :mod:`.evaluation` (the
+pick-the-cube task and its statistics), :mod:`.testing` (the servo bus emulator), ``bringup``
+(what starts where), ``demo`` and ``smoke``.
+"""

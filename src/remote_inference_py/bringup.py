@@ -20,7 +20,7 @@ What the system starts, in one table read by the launch file, the demo and the t
 Each node has an executable (a console script in ``lib/remote_inference``), a side (``robot``
 or ``server``: ``side:=robot`` starts the robot computer's nodes, ``side:=server`` the GPU
 host's) and the topics it publishes and subscribes, with their message type and QoS role (see
-``common/qos.py``). A test starts the nodes and checks the table against the live ROS graph,
+``transport/qos.py``). A test starts the nodes and checks the table against the live ROS graph,
 and that every subscription has a compatible publisher.
 """
 
@@ -56,7 +56,7 @@ JOINT_COMMANDS = Topic('joint_commands', 'sensor_msgs/msg/JointState', 'commands
 APPLIED_COMMAND = Topic('applied_command', 'sensor_msgs/msg/JointState', 'commands')
 HARDWARE_INFO = Topic('hardware/info', 'remote_inference/msg/HardwareInfo', 'latched')
 CAMERA = Topic('cameras/front/image_raw', 'sensor_msgs/msg/Image', 'images')
-# The same frames through shared memory (common/shared_images.py): the policy server reads
+# The same frames through shared memory (transport/shared_images.py): the policy server reads
 # CAMERA itself only when these cannot be opened (another host) or are not offered.
 CAMERA_SHARED = Topic('cameras/front/image_raw/shm', 'remote_inference/msg/SharedImage',
                       'images')

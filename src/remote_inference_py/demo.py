@@ -78,8 +78,8 @@ def main(argv=None):
     from remote_inference_py.analysis.plot import plot_run
     from remote_inference_py.analysis.record import Recorder
     from remote_inference_py.analysis.summary import format_summary, summarize
-    from remote_inference_py.common import qos
     from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
+    from remote_inference_py.transport import qos
 
     extra = {
         'executor': {'autostart': True, 'chunk_merge': options.merge,

@@ -23,9 +23,9 @@ from rclpy.node import Node
 from remote_inference.msg import ExecutorStatus
 from remote_inference.srv import GetCapabilities
 
-from remote_inference_py import PROTOCOL_VERSION
-from remote_inference_py.common import qos
 from remote_inference_py.common.node_main import run_node
+from remote_inference_py.contract.admission import PROTOCOL_VERSION
+from remote_inference_py.transport import qos
 
 
 class SmokeNode(Node):

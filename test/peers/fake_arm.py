@@ -27,10 +27,10 @@ from rclpy.node import Node
 from remote_inference.msg import HardwareInfo
 from sensor_msgs.msg import JointState
 
-from remote_inference_py.common import qos
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.transport import qos
 
-JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll',
-          'gripper']
+JOINTS = list(SO101_JOINT_NAMES)
 
 
 class FakeArm(Node):

@@ -26,7 +26,7 @@ from peer_main import spin
 from rclpy.node import Node
 from remote_inference.msg import ExecutorStatus
 
-from remote_inference_py.common import qos
+from remote_inference_py.transport import qos
 
 
 class StatusPrinter(Node):

@@ -12,4 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Recording and analysis of runs: bags in, summary and plot out."""
+"""
+Recording and analysis of runs: :mod:`.record` (the recorder node, imports ROS), :mod:`.bag`
+(MCAP reading and writing), :mod:`.summary`, :mod:`.plot` and :mod:`.analyze` (the command).
+"""

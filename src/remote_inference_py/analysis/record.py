@@ -41,9 +41,9 @@ from rclpy.node import Node
 
 from remote_inference_py import bringup
 from remote_inference_py.analysis.bag import BagWriter
-from remote_inference_py.common import qos
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import declare_parameters, ParamSpec
+from remote_inference_py.transport import qos
 
 
 def message_class(type_name):

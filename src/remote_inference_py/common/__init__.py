@@ -12,4 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Helpers shared by the nodes: environment, QoS profiles, allocator settings."""
+"""
+The node runtime every node shares (imports ROS).
+
+- :mod:`.node_main`: ``run_node()``: start-up, signals, the stop rule, which rclpy executor spins.
+- :mod:`.params`: the declarative parameter spec and its declaration, validation and updates.
+- :mod:`.ticker`: the control-tick thread with absolute deadlines.
+- :mod:`.process`: allocator settings for steady latency.
+"""

@@ -12,4 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Closed-loop evaluation: a pick-the-cube task on the simulated SO-101, policies, matrices."""
+"""
+Closed-loop evaluation on the pick-the-cube task: :mod:`.task`, the scripted :mod:`.expert`,
+the :mod:`.learned` policy, runners in simulated time (:mod:`.simtime`) and through the real
+nodes (:mod:`.realtime`), :mod:`.stats` and the ``evaluate`` command (:mod:`.cli`).
+"""

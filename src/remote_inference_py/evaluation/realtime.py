@@ -134,7 +134,7 @@ class RealTimeRunner:
         """Run one episode through the nodes; never raises for a failed episode."""
         from geometry_msgs.msg import PoseStamped
         from remote_inference.msg import ExecutorStatus
-        from remote_inference_py.common import qos
+        from remote_inference_py.transport import qos
         began = time.perf_counter()
         result = EpisodeResult(policy=self.policy.name, mode=configuration.mode,
                                latency_s=configuration.latency_s, seed=seed, runner=RUNNER,

@@ -181,7 +181,8 @@ def resolve_policy(name: str) -> PolicyChoice:
         checkpoint = str(path.resolve())
 
         def make_runtime():
-            from remote_inference_py.policy_server.runtimes import load_runtime, RuntimeOptions
+            from remote_inference_py.policy_server.loading import load_runtime
+            from remote_inference_py.policy_server.runtimes import RuntimeOptions
             return load_runtime(RuntimeOptions(policy_type='auto', checkpoint=checkpoint))
         label = path.parent.name if path.stem == 'model' and path.parent.name else path.stem
         return PolicyChoice(label, 'auto', checkpoint, make_runtime)

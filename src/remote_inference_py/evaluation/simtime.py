@@ -56,14 +56,14 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
-from remote_inference_py import PROTOCOL_VERSION
+from remote_inference_py.contract.admission import (
+    AdmitRequest, FeatureDeclaration, PROTOCOL_VERSION)
 from remote_inference_py.evaluation.settings import (
     Configuration, CUBE_POSE_RATE_HZ, EvalSettings)
 from remote_inference_py.evaluation.stats import EpisodeResult
 from remote_inference_py.evaluation.task import JOINT_NAMES, LiftMonitor, TaskConfig
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 from remote_inference_py.hardware.commands import CommandGate, CommandLimits, CommandRejected
-from remote_inference_py.policy_server.admission import AdmitRequest, FeatureDeclaration
 from remote_inference_py.policy_server.core import PolicyServerCore, Request, ServerSettings
 from remote_inference_py.policy_server.images import RawImage
 

@@ -39,9 +39,9 @@ import dataclasses
 import math
 from typing import List, Optional, Sequence, Tuple
 
-from remote_inference_py.hardware.calibration import SO101_JOINT_NAMES
 from remote_inference_py.hardware.sim import (
     CUBE_HALF_SIZE_M, cube_position, CUBE_SAMPLING_BOUNDS)
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 JOINT_NAMES = tuple(SO101_JOINT_NAMES)
 INITIAL_POSITIONS = (0.0, -1.0, 1.0, 0.9, 0.0, 0.3)

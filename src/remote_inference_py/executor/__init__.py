@@ -12,4 +12,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Executor: action buffer, refill, merge, blend, hold and recovery."""
+"""
+The executor room: plays chunks on the robot at the action rate and asks for the next in time.
+
+Pure: :mod:`.config` (frozen settings), :mod:`.refill` (when to ask), :mod:`.merge` (how a new
+chunk joins the plan, and blending), :mod:`.core` (the state machine: buffer, hold, faults,
+return). ROS: :mod:`.node` maps parameters, topics and services onto the core.
+"""

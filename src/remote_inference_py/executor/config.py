@@ -22,7 +22,7 @@ tunable that `ExecutorCore.update_config` applies while running.
 from dataclasses import dataclass, fields
 import math
 
-MERGE_MODES = ('append', 'aligned', 'ensemble')
+from remote_inference_py.contract.admission import CHUNK_MERGES
 
 # Fields that cannot change once the core exists (read-only ROS parameters).
 STRUCTURAL_FIELDS = (
@@ -175,9 +175,9 @@ class ExecutorConfig:
         _require_range('step_period_tolerance', self.step_period_tolerance, 0.0, 0.5)
 
     def _validate_merge(self):
-        if self.chunk_merge not in MERGE_MODES:
+        if self.chunk_merge not in CHUNK_MERGES:
             raise ValueError(
-                f'chunk_merge must be one of {", ".join(MERGE_MODES)}, '
+                f'chunk_merge must be one of {", ".join(CHUNK_MERGES)}, '
                 f'got {self.chunk_merge!r}')
         _require_range('ensemble_coeff', self.ensemble_coeff, -10.0, 10.0)
         _require_range('blend_steps', self.blend_steps, 0, 10000)

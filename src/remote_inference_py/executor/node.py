@@ -67,14 +67,16 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from remote_inference_py import PROTOCOL_VERSION
-from remote_inference_py.common import qos
-from remote_inference_py.common.cdr import ActionChunkDecoder, CdrError, JointStateDecoder
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import declare_parameters, ParamSpec
 from remote_inference_py.common.ticker import Ticker
+from remote_inference_py.contract.admission import (
+    AdmitRequest, check_admission, PROTOCOL_VERSION, ServerContract)
 from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.transport import qos
+from remote_inference_py.transport.cdr import ActionChunkDecoder, CdrError, JointStateDecoder
 
 OUTPUT_FORMATS = ('joint_state', 'float64_multi_array', 'joint_trajectory')
 SUMMARY_PERIOD_S = 5.0
@@ -87,8 +89,7 @@ T = ParameterType
 # Config fields first (same names as ExecutorConfig), then node-only settings. Structural
 # fields are read-only; the tunables can be changed live with `ros2 param set`.
 PARAMETERS = {spec.name: spec for spec in (
-    ParamSpec('joint_names', ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex',
-                              'wrist_roll', 'gripper'], T.PARAMETER_STRING_ARRAY,
+    ParamSpec('joint_names', list(SO101_JOINT_NAMES), T.PARAMETER_STRING_ARRAY,
               'Action names in order; every joint vector is matched by name.'),
     ParamSpec('fps', 30.0, T.PARAMETER_DOUBLE,
               'Action rate of the policy [Hz].', low=1.0, high=1000.0),
@@ -196,7 +197,7 @@ class ExecutorNode(Node):
         self.tick_periods = collections.deque(maxlen=TICK_WINDOW)
 
         io = MutuallyExclusiveCallbackGroup()
-        # Serialized bytes read by our decoders (common/cdr.py: a fraction of rclpy's cost).
+        # Serialized bytes read by our decoders (transport/cdr.py: a fraction of rclpy's cost).
         self.decoders = {'joint_states': JointStateDecoder(),
                          'applied_command': JointStateDecoder(), 'chunk': ActionChunkDecoder()}
         self.create_subscription(JointState, 'joint_states', self.on_joint_states,
@@ -439,32 +440,10 @@ class ExecutorNode(Node):
                              f'{self.settings["admission_timeout_s"]} s')
 
     def _check_capabilities(self, caps):
-        """List every difference between the server's contract and ours."""
-        cfg = self.config
-        problems = []
-        if caps.protocol_version != PROTOCOL_VERSION:
-            problems.append(f'protocol version: server {caps.protocol_version}, '
-                            f'executor {PROTOCOL_VERSION}')
-        if caps.deployment != self.settings['deployment']:
-            problems.append(f'deployment: server {caps.deployment!r}, '
-                            f'executor {self.settings["deployment"]!r}')
-        if caps.semantics != self.settings['semantics']:
-            problems.append(f'semantics: server {caps.semantics!r}, '
-                            f'executor {self.settings["semantics"]!r}')
-        if tuple(caps.action_names) != cfg.joint_names:
-            problems.append(f'action names: server {list(caps.action_names)}, '
-                            f'executor {list(cfg.joint_names)}')
-        if abs(caps.action_rate - cfg.fps) > 1e-6 * cfg.fps:
-            problems.append(f'action rate: server {caps.action_rate} Hz, executor {cfg.fps} Hz')
-        mode = 'synchronous' if cfg.synchronous else cfg.chunk_merge
-        if caps.supported_merge_modes and mode not in caps.supported_merge_modes:
-            problems.append(f'merge mode {mode!r} not supported by the server '
-                            f'({", ".join(caps.supported_merge_modes)})')
-        served = [f.name for f in caps.features]
-        missing = [f for f in self.settings['expected_features'] if f not in served]
-        if missing:
-            problems.append(f'observation features {missing} not served (server: {served})')
-        return problems
+        """List every difference between the server's contract and ours (the shared check)."""
+        contract = ServerContract.from_message(caps)
+        return check_admission(contract, AdmitRequest.from_message(self._admit_request(caps)),
+                               self.settings['expected_features'])
 
     def _admit_request(self, caps):
         """Build the Admit request from our settings."""

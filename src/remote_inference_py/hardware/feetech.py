@@ -18,7 +18,7 @@
 writes the SO-101 register settings, reads present positions with one SYNC_READ and writes
 goal positions with one SYNC_WRITE, and switches torque. Positions are servo ticks at this
 layer; :meth:`FeetechBus.read_positions_radians` and :meth:`FeetechBus.write_goal_radians`
-convert through a :class:`~remote_inference_py.hardware.calibration.Calibration`.
+convert through a :class:`~remote_inference_py.robot.calibration.Calibration`.
 
 Errors and recovery: every bus operation is retried ``retries`` times on a timeout, a corrupt
 reply (bad checksum or truncated) or a port error, and counted (:attr:`FeetechBus.counters`).
@@ -50,10 +50,11 @@ import numpy as np
 import scservo_sdk as scs
 import serial
 
-from remote_inference_py.hardware.calibration import (
-    Calibration, MAX_MOTOR_ID, MotorCalibration, NormMode, SO101_JOINT_NAMES)
-from remote_inference_py.hardware.control_table import (
+from remote_inference_py.robot.calibration import (
+    Calibration, MAX_MOTOR_ID, MotorCalibration, NormMode)
+from remote_inference_py.robot.control_table import (
     BAUDRATE_TABLE, ControlTable, describe_status_error, MODELS, so101_register_settings)
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 _LOGGER = logging.getLogger(__name__)
 

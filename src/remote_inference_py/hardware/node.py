@@ -94,19 +94,19 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
-from remote_inference_py.common import qos
-from remote_inference_py.common.cdr import JointStateEncoder
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import declare_parameters, ParamSpec
-from remote_inference_py.common.shared_images import ImagePublisher
 from remote_inference_py.hardware.backend import (
-    BackendError, BackendFault, BackendOpenError, BACKENDS, check_limits, FeetechBackend,
-    FeetechSettings, limits_source, load_calibration, SimBackend)
-from remote_inference_py.hardware.calibration import CalibrationError, SO101_JOINT_NAMES
+    BackendError, BackendFault, BackendOpenError, BACKENDS, check_limits, limits_source)
 from remote_inference_py.hardware.commands import CommandLimits, CommandRejected
 from remote_inference_py.hardware.runner import (
     HardwareRunner, RunnerSettings, RunnerSink, Throttle)
 from remote_inference_py.hardware.sim import SimConfig
+from remote_inference_py.robot.calibration import CalibrationError
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.transport import qos
+from remote_inference_py.transport.cdr import JointStateEncoder
+from remote_inference_py.transport.shared_images import ImagePublisher
 
 COMMAND_FORMATS = ('joint_state', 'float64_multi_array')
 SUMMARY_PERIOD_S = 5.0
@@ -449,9 +449,13 @@ class HardwareInterfaceNode(LifecycleNode):
         s = self.settings
         names = tuple(s['joint_names'])
         if s['backend'] == 'sim':
+            from remote_inference_py.hardware.sim_backend import SimBackend
             return SimBackend(self._sim_config(), on_frame=self.publish_image,
                               on_cube_pose=self.publish_cube_pose,
                               cube_pose_rate_hz=CUBE_POSE_RATE_HZ)
+        # Only this backend needs the servo SDK (and a serial port).
+        from remote_inference_py.hardware.feetech_backend import (
+            FeetechBackend, FeetechSettings, load_calibration)
         feetech = FeetechSettings(
             port=s['port'], joint_names=names, motor_ids=tuple(s['motor_ids']),
             calibration_file=s['calibration_file'], baudrate=s['baudrate'],
@@ -585,7 +589,7 @@ class HardwareInterfaceNode(LifecycleNode):
     def publish_joint_state(self, publisher, positions, stamp):
         """Publish positions [rad] by joint name, stamped at monotonic time ``stamp``."""
         sec, nanosec = divmod(self._stamp_ns(stamp), 1_000_000_000)
-        publisher.publish(self.joint_encoder.encode(sec, nanosec, positions))  # see common/cdr
+        publisher.publish(self.joint_encoder.encode(sec, nanosec, positions))  # see transport/cdr
 
     def publish_image(self, camera, frame, stamp):
         """Publish one rendered rgb8 frame (called from the sim's camera thread)."""

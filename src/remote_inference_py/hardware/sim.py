@@ -615,7 +615,7 @@ def measure(seconds: float, width: int, height: int, render: bool, simplify: boo
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Measure real-time factor and render time: python -m remote_inference_py.hardware.sim."""
-    from remote_inference_py.hardware.calibration import SO101_JOINT_NAMES
+    from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
     parser = argparse.ArgumentParser(description='Measure the SO-101 simulation.')
     parser.add_argument('--seconds', type=float, default=5.0)
     parser.add_argument('--width', type=int, default=640)

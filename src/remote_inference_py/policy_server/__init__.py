@@ -12,4 +12,13 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Policy server: observations in, action chunks out."""
+"""
+The policy server room: turns observations into chunks of actions with a policy.
+
+Pure: :mod:`.manifest` (what a model declares), :mod:`.observation` and :mod:`.images` (inputs
+from messages), :mod:`.runtimes` (the runtime interface and warm-up), :mod:`.loading` (which
+runtime serves a checkpoint), :mod:`.demo_policy`, :mod:`.torch_runtime` and
+:mod:`.lerobot_runtime` (the runtimes), :mod:`.export` (checkpoints to ``.pt2``),
+:mod:`.sessions` (admitted clients), :mod:`.timings`, :mod:`.core` (requests in, chunks out).
+ROS: :mod:`.node`.
+"""

@@ -42,17 +42,17 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from remote_inference_py.hardware.calibration import Calibration
+from remote_inference_py.contract.admission import (
+    AdmitRequest, check_admission, FeatureDeclaration, ServerContract)
 from remote_inference_py.policy_server import images
-from remote_inference_py.policy_server.admission import (
-    AdmitRequest, AdmitResult, check_admission, FeatureDeclaration, ServerContract,
-    SessionTable)
 from remote_inference_py.policy_server.images import InputError
 from remote_inference_py.policy_server.observation import (
     JOINT_STATES, ObservationAssembler, Selection)
 from remote_inference_py.policy_server.runtimes import PolicyRuntime
+from remote_inference_py.policy_server.sessions import AdmitResult, SessionTable
 from remote_inference_py.policy_server.timings import ActivityStats, RequestTimings
-from remote_inference_py.policy_server.units import JointConverter
+from remote_inference_py.robot.calibration import Calibration
+from remote_inference_py.robot.units import JointConverter
 
 
 @dataclasses.dataclass(frozen=True)

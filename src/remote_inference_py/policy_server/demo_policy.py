@@ -36,10 +36,10 @@ from typing import Dict, Sequence
 
 import numpy as np
 
-from remote_inference_py.hardware.calibration import SO101_JOINT_NAMES
 from remote_inference_py.policy_server.manifest import spec_from_dict
 from remote_inference_py.policy_server.runtimes import PolicyRuntime, RuntimeOptions
-from remote_inference_py.policy_server.units import JointConverter
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.robot.units import JointConverter
 
 DEFAULT_SEMANTICS = 'so101-degrees-gripper-percent-v1'
 FPS = 30.0

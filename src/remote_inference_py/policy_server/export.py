@@ -48,11 +48,11 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 
-from remote_inference_py.hardware.calibration import SO101_JOINT_NAMES
 from remote_inference_py.policy_server.lerobot_runtime import chunk_steps
 from remote_inference_py.policy_server.manifest import (
     ManifestError, PolicySpec, save_manifest, spec_from_dict)
 from remote_inference_py.policy_server.runtimes import zero_inputs
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 LEROBOT_NORMALIZATION = {'MEAN_STD': 'mean_std', 'MIN_MAX': 'min_max', 'IDENTITY': 'identity'}
 SAFETENSORS_DTYPES = {'F64': np.float64, 'F32': np.float32, 'F16': np.float16,

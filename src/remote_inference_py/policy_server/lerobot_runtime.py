@@ -74,10 +74,10 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from remote_inference_py.hardware.calibration import SO101_JOINT_NAMES
 from remote_inference_py.policy_server.manifest import load_manifest, spec_from_dict
 from remote_inference_py.policy_server.runtimes import (
     model_output_to_numpy, PolicyRuntime, resolve_device, RuntimeLoadError, RuntimeOptions)
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 TESTED_VERSION = '0.4.4'
 SUPPORTED_SERIES = (0, 4)       # lerobot 0.4.x: import paths and processor files as tested

@@ -74,7 +74,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from remote_inference_py.semantics import known_semantics
+from remote_inference_py.robot.units import known_semantics
 
 FORMAT_VERSION = 1
 KINDS = ('state', 'rgb', 'depth', 'privileged')

@@ -82,18 +82,18 @@ from sensor_msgs.msg import CompressedImage as CompressedImageMsg
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
-from remote_inference_py import PROTOCOL_VERSION
-from remote_inference_py.common import cdr, image_cdr, qos
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import declare_parameters, ParamSpec
-from remote_inference_py.common.shared_images import ImageInput
-from remote_inference_py.hardware.calibration import Calibration
-from remote_inference_py.policy_server.admission import AdmitRequest, FeatureDeclaration
+from remote_inference_py.contract.admission import (
+    AdmitRequest, PROTOCOL_VERSION)
 from remote_inference_py.policy_server.core import (
     Answer, PolicyServerCore, Request, ServerSettings)
 from remote_inference_py.policy_server.images import CompressedImage, InputError, RawImage
-from remote_inference_py.policy_server.runtimes import (
-    load_runtime, RuntimeLoadError, RuntimeOptions, warm_up)
+from remote_inference_py.policy_server.loading import load_runtime
+from remote_inference_py.policy_server.runtimes import RuntimeLoadError, RuntimeOptions, warm_up
+from remote_inference_py.robot.calibration import Calibration
+from remote_inference_py.transport import cdr, image_cdr, qos
+from remote_inference_py.transport.shared_images import ImageInput
 
 SUMMARY_PERIOD_S = 5.0
 IMAGE_PATH_CHECK_S = 1.0
@@ -323,7 +323,7 @@ class PolicyServerNode(Node):
     def _create_robot_entities(self, robot):
         spec = self.runtime.spec
         if self.core.assembler.state_joints:
-            decoder = cdr.JointStateDecoder()   # raw bytes: see common/cdr.py
+            decoder = cdr.JointStateDecoder()   # raw bytes: see transport/cdr.py
             self.create_subscription(
                 JointState, topic_name(robot, 'joint_states'),
                 lambda raw, r=robot, d=decoder: self.on_joint_states(r, d, raw),
@@ -501,15 +501,7 @@ class PolicyServerNode(Node):
 
     def on_admit(self, robot, request, response):
         """Admit a client whose contract matches, or say what differed."""
-        ask = AdmitRequest(
-            protocol_version=request.protocol_version, client_name=request.client_name,
-            deployment=request.deployment, semantics=request.semantics,
-            action_names=tuple(request.action_names), action_rate=request.action_rate,
-            features=tuple(FeatureDeclaration(f.name, tuple(int(v) for v in f.shape),
-                                              f.dtype, f.kind) for f in request.features),
-            merge_mode=request.merge_mode,
-            hardware_position_hold=request.hardware_position_hold)
-        result = self.core.admit(robot, ask)
+        result = self.core.admit(robot, AdmitRequest.from_message(request))
         response.success = result.success
         response.message = result.message
         response.instance_id = self.instance_id
@@ -565,7 +557,7 @@ class PolicyServerNode(Node):
             self._serve_lock.release()
 
     def _publish(self, answer: Answer):
-        """Publish an answer as a serialized ActionChunk (see common/cdr.py for why)."""
+        """Publish an answer as a serialized ActionChunk (see transport/cdr.py for why)."""
         positions = answer.positions if answer.positions is not None else np.zeros((0, 0))
         timings = answer.timings
         sec, nanosec = divmod(answer.capture_stamp_ns, 1_000_000_000)

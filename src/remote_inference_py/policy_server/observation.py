@@ -41,11 +41,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from remote_inference_py.hardware.calibration import Calibration
 from remote_inference_py.policy_server import images
 from remote_inference_py.policy_server.images import InputError
 from remote_inference_py.policy_server.manifest import PolicySpec
-from remote_inference_py.policy_server.units import JointConverter
+from remote_inference_py.robot.calibration import Calibration
+from remote_inference_py.robot.units import JointConverter
 
 JOINT_STATES = 'joint_states'
 MAX_NAME_LISTS = 16   # joint name lists whose order joint_sample remembers

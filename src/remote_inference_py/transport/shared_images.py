@@ -32,11 +32,11 @@ import numpy as np
 from remote_inference.msg import SharedImage
 from sensor_msgs.msg import Image
 
-from remote_inference_py.common.cdr import (
+from remote_inference_py.transport.cdr import (
     CdrError, SharedImageDecoder, SharedImageEncoder, STAMP)
-from remote_inference_py.common.frame_ring import (
+from remote_inference_py.transport.frame_ring import (
     FrameGone, RingError, RingReader, RingUnavailable, RingWriter, SHM_DIR)
-from remote_inference_py.common.image_cdr import image_parts
+from remote_inference_py.transport.image_cdr import image_parts
 
 SHARED_SUFFIX = '/shm'
 
@@ -61,7 +61,7 @@ class ImagePublisher:
         """Publish one frame (h x w x c numpy array) captured at ``sec``/``nanosec``."""
         frame = np.ascontiguousarray(frame)
         key = (frame_id, frame.shape, frame.dtype, encoding)
-        if key != self._head_key:   # serialized once per layout (see common/cdr.py)
+        if key != self._head_key:   # serialized once per layout (see transport/cdr.py)
             self._head_key, self._head = key, image_parts(0, 0, frame_id, frame, encoding)[0]
             self._refs = None
         head = bytearray(self._head)

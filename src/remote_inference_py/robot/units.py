@@ -36,15 +36,19 @@ field of ``joint_states``): ``to_policy(si, names)`` reads column ``j`` of ``si`
 order of ``names``. Arrays are vectors ``(joints,)`` or chunks ``(steps, joints)``. Joints are
 matched by name: a missing, extra or repeated name and a non-finite value are ValueErrors
 naming the joint. Conversions go through the servo calibration (see
-``remote_inference_py.hardware.calibration`` for the exact formulas); without a calibration
+``remote_inference_py.robot.calibration`` for the exact formulas); without a calibration
 file, semantics use ``Calibration.default_so101()``.
+
+A model's state or action columns may come in yet another order: :class:`JointConverter`
+binds a semantics to one column order and converts both ways with the columns kept in it.
 """
 
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from remote_inference_py.hardware.calibration import Calibration, SO101_JOINT_NAMES
+from remote_inference_py.robot.calibration import Calibration
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 
 class Semantics:
@@ -193,3 +197,41 @@ def get_semantics(name: str, calibration: Optional[Calibration] = None) -> Seman
             f'unknown semantics {name!r}; known semantics: {", ".join(known_semantics())}'
         ) from None
     return factory(calibration)
+
+
+class JointConverter:
+    """Convert joint vectors between SI radians and a semantics, columns in ``joints`` order."""
+
+    def __init__(self, semantics: str, joints: Sequence[str],
+                 calibration: Optional[Calibration] = None):
+        """Bind ``semantics`` to the column order ``joints``; ValueError names a bad joint."""
+        self.joints: Tuple[str, ...] = tuple(joints)
+        if semantics == SIRadians.name:
+            # The identity works for any robot, not only the SO-101.
+            self._semantics = SIRadians(names=self.joints)
+        else:
+            self._semantics = get_semantics(semantics, calibration)
+        # A first conversion checks the names (a missing or extra joint raises, named).
+        self._semantics.to_policy(np.zeros(len(self.joints)), self.joints)
+        order = self._semantics.names
+        self._to_model = [order.index(j) for j in self.joints]   # semantics order -> ours
+        self._to_semantics = [self.joints.index(n) for n in order]
+
+    @property
+    def name(self) -> str:
+        """The semantics name."""
+        return self._semantics.name
+
+    def to_policy(self, si: np.ndarray) -> np.ndarray:
+        """Convert SI values (columns in ``joints`` order, any leading shape) to policy units."""
+        si = np.asarray(si, dtype=np.float64)
+        flat = si.reshape(-1, si.shape[-1]) if si.ndim > 2 else si
+        values = self._semantics.to_policy(flat, self.joints)[..., self._to_model]
+        return values.reshape(si.shape)
+
+    def to_si(self, values: np.ndarray) -> np.ndarray:
+        """Convert policy values (columns in ``joints`` order, any leading shape) to SI."""
+        values = np.asarray(values, dtype=np.float64)
+        flat = values.reshape(-1, values.shape[-1]) if values.ndim > 2 else values
+        si = self._semantics.from_policy(flat[..., self._to_semantics], self.joints)
+        return si.reshape(values.shape)

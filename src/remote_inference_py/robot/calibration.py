@@ -46,11 +46,8 @@ from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from remote_inference_py.hardware.control_table import STS3215
-
-SO101_JOINT_NAMES: Tuple[str, ...] = (
-    'shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper')
-"""SO-101 joints in LeRobot's order; motor ids are 1..6 in this order."""
+from remote_inference_py.robot.control_table import STS3215
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 CALIBRATION_FIELDS: Tuple[str, ...] = (
     'id', 'drive_mode', 'homing_offset', 'range_min', 'range_max')

@@ -16,7 +16,7 @@
 
 Run it in its own process::
 
-    python -m remote_inference_py.hardware.emulator --motors 1,2,3,4,5,6
+    python -m remote_inference_py.testing.emulator --motors 1,2,3,4,5,6
 
 It prints the slave tty path (for example ``/dev/pts/7``) as its first stdout line; open that
 path with the real driver (``scservo_sdk`` over pyserial). :class:`EmulatorProcess` starts it
@@ -64,7 +64,7 @@ import time
 import tty
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from remote_inference_py.hardware.control_table import ControlTable, STS3215
+from remote_inference_py.robot.control_table import ControlTable, STS3215
 
 INST_PING = 0x01
 INST_READ = 0x02
@@ -553,7 +553,7 @@ class EmulatorProcess:
         env['PYTHONPATH'] = os.pathsep.join(
             [source_root] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p])
         self.process = subprocess.Popen(
-            [sys.executable, '-m', 'remote_inference_py.hardware.emulator', *self.args],
+            [sys.executable, '-m', 'remote_inference_py.testing.emulator', *self.args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         try:
             self.port = self._readline()

@@ -43,7 +43,7 @@ from typing import Any, Tuple
 
 import numpy as np
 
-from remote_inference_py.common.cdr import CdrReader
+from remote_inference_py.transport.cdr import CdrReader
 
 
 @dataclasses.dataclass

@@ -13,13 +13,7 @@
 # limitations under the License.
 
 """
-Admission (contract.md section 3) and the table of admitted sessions, with no ROS in it.
-
-:func:`check_admission` lists every difference between what a client asks for and what the
-server serves: protocol version, deployment, semantics, action names and their order, action
-rate, observation features (by name: shape, dtype and kind must be equal; features the
-client offers but the policy does not use are ignored), merge mode, and position hold. Any
-difference refuses admission before motion, and the message says what differed.
+The table of admitted sessions, with no ROS in it.
 
 :class:`SessionTable` hands out session ids (new per admission) and enforces ``max_clients``.
 A session that sent no request for ``idle_timeout_s`` is *idle*; an idle session is released
@@ -31,100 +25,8 @@ old session. Requests carrying an unknown or released session id are refused and
 
 import dataclasses
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 import uuid
-
-from remote_inference_py import PROTOCOL_VERSION
-
-MERGE_MODES = ('append', 'aligned', 'ensemble', 'synchronous')
-
-
-@dataclasses.dataclass(frozen=True)
-class FeatureDeclaration:
-    """One observation feature as exchanged at admission."""
-
-    name: str
-    shape: Tuple[int, ...]
-    dtype: str
-    kind: str
-
-
-@dataclasses.dataclass(frozen=True)
-class ServerContract:
-    """What the server serves (the GetCapabilities answer, minus counts)."""
-
-    deployment: str
-    semantics: str
-    action_names: Tuple[str, ...]
-    action_rate: float
-    chunk_length: int
-    features: Tuple[FeatureDeclaration, ...]
-    merge_modes: Tuple[str, ...] = MERGE_MODES
-    protocol_version: int = PROTOCOL_VERSION
-
-
-@dataclasses.dataclass(frozen=True)
-class AdmitRequest:
-    """What a client asks for (the fields of remote_inference/srv/Admit)."""
-
-    protocol_version: int
-    client_name: str
-    deployment: str
-    semantics: str
-    action_names: Tuple[str, ...]
-    action_rate: float
-    features: Tuple[FeatureDeclaration, ...]
-    merge_mode: str
-    hardware_position_hold: bool
-
-
-def check_admission(contract: ServerContract, request: AdmitRequest) -> List[str]:
-    """Return one message per difference between the request and the contract."""
-    problems = []
-    if request.protocol_version != contract.protocol_version:
-        problems.append(f'protocol version: server {contract.protocol_version}, client '
-                        f'{request.protocol_version}')
-    if request.deployment != contract.deployment:
-        problems.append(f'deployment: server {contract.deployment!r}, client '
-                        f'{request.deployment!r}')
-    if request.semantics != contract.semantics:
-        problems.append(f'semantics: server {contract.semantics!r}, client '
-                        f'{request.semantics!r}')
-    ours, theirs = list(contract.action_names), list(request.action_names)
-    if ours != theirs:
-        if sorted(ours) == sorted(theirs):
-            problems.append(f'action order: server {ours}, client {theirs}')
-        else:
-            missing = [n for n in ours if n not in theirs]
-            extra = [n for n in theirs if n not in ours]
-            detail = '; '.join(part for part in (
-                f'missing on the client: {missing}' if missing else '',
-                f'unknown to the server: {extra}' if extra else '') if part)
-            problems.append(f'action names: server {ours}, client {theirs} ({detail})')
-    if not abs(request.action_rate - contract.action_rate) <= 1e-6 * contract.action_rate:
-        problems.append(f'action rate: server {contract.action_rate} Hz, client '
-                        f'{request.action_rate} Hz')
-    offered = {f.name: f for f in request.features}
-    for feature in contract.features:
-        other = offered.get(feature.name)
-        if other is None:
-            problems.append(f'observation feature {feature.name!r} is not provided by the '
-                            f'client')
-            continue
-        for field in ('shape', 'dtype', 'kind'):
-            mine, yours = getattr(feature, field), getattr(other, field)
-            if field == 'shape':
-                mine, yours = list(mine), list(yours)
-            if mine != yours:
-                problems.append(f'observation feature {feature.name!r} {field}: server '
-                                f'{mine}, client {yours}')
-    if request.merge_mode not in contract.merge_modes:
-        problems.append(f'merge mode {request.merge_mode!r} is not supported (supported: '
-                        f'{", ".join(contract.merge_modes)})')
-    if not request.hardware_position_hold:
-        problems.append('hardware_position_hold is false: the robot driver must declare '
-                        'position hold')
-    return problems
 
 
 @dataclasses.dataclass

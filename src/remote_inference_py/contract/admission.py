@@ -1,0 +1,165 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The contract between a robot (the executor) and a policy server, with no ROS in it.
+
+Before anything moves, the two sides compare what the server serves (:class:`ServerContract`,
+the ``policy/get_capabilities`` answer) with what the robot asks for (:class:`AdmitRequest`,
+the ``policy/admit`` request). :func:`check_admission` is the one place that says what
+differs, and both sides call it: the executor before it asks, so it can refuse with the full
+list without a round trip, and the server when it is asked, so a client that skipped the
+check is still refused. It compares protocol version, deployment, semantics, action names and
+their order, action rate, observation features (by name: shape, dtype and kind must be equal;
+features the client offers but the policy does not use are ignored), features the client
+requires the server to consume, merge mode, and position hold. Every difference refuses
+admission before motion, and the message names it.
+
+The messages are read by duck typing (:meth:`ServerContract.from_message`,
+:meth:`AdmitRequest.from_message`), so this module imports no ROS package.
+"""
+
+import dataclasses
+from typing import List, Sequence, Tuple
+
+PROTOCOL_VERSION = 1
+"""Version of the messages and of this contract; both sides must carry the same."""
+
+CHUNK_MERGES = ('append', 'aligned', 'ensemble')
+"""How the executor joins a new chunk to its plan while it keeps moving."""
+
+MERGE_MODES = CHUNK_MERGES + ('synchronous',)
+"""What a client may ask for at admission: a chunk merge, or the synchronous baseline."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureDeclaration:
+    """One observation feature as exchanged at admission."""
+
+    name: str
+    shape: Tuple[int, ...]
+    dtype: str
+    kind: str
+
+    @classmethod
+    def from_message(cls, msg) -> 'FeatureDeclaration':
+        """Read a ``remote_inference/ObservationFeature`` (or anything with its fields)."""
+        return cls(msg.name, tuple(int(v) for v in msg.shape), msg.dtype, msg.kind)
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerContract:
+    """What the server serves (the GetCapabilities answer, minus counts)."""
+
+    deployment: str
+    semantics: str
+    action_names: Tuple[str, ...]
+    action_rate: float
+    chunk_length: int
+    features: Tuple[FeatureDeclaration, ...]
+    merge_modes: Tuple[str, ...] = MERGE_MODES
+    protocol_version: int = PROTOCOL_VERSION
+
+    @classmethod
+    def from_message(cls, msg) -> 'ServerContract':
+        """Read a ``GetCapabilities`` response (or anything with its fields)."""
+        return cls(deployment=msg.deployment, semantics=msg.semantics,
+                   action_names=tuple(msg.action_names), action_rate=float(msg.action_rate),
+                   chunk_length=int(msg.chunk_length),
+                   features=tuple(FeatureDeclaration.from_message(f) for f in msg.features),
+                   merge_modes=tuple(msg.supported_merge_modes) or MERGE_MODES,
+                   protocol_version=int(msg.protocol_version))
+
+
+@dataclasses.dataclass(frozen=True)
+class AdmitRequest:
+    """What a client asks for (the fields of remote_inference/srv/Admit)."""
+
+    protocol_version: int
+    client_name: str
+    deployment: str
+    semantics: str
+    action_names: Tuple[str, ...]
+    action_rate: float
+    features: Tuple[FeatureDeclaration, ...]
+    merge_mode: str
+    hardware_position_hold: bool
+
+    @classmethod
+    def from_message(cls, msg) -> 'AdmitRequest':
+        """Read an ``Admit`` request (or anything with its fields)."""
+        return cls(protocol_version=int(msg.protocol_version), client_name=msg.client_name,
+                   deployment=msg.deployment, semantics=msg.semantics,
+                   action_names=tuple(msg.action_names), action_rate=float(msg.action_rate),
+                   features=tuple(FeatureDeclaration.from_message(f) for f in msg.features),
+                   merge_mode=msg.merge_mode,
+                   hardware_position_hold=bool(msg.hardware_position_hold))
+
+
+def check_admission(contract: ServerContract, request: AdmitRequest,
+                    required_features: Sequence[str] = ()) -> List[str]:
+    """Return one message per difference between the request and the contract.
+
+    ``required_features`` are feature names the client insists the server consumes (the
+    executor's ``expected_features``); the server itself passes none.
+    """
+    problems = []
+    if request.protocol_version != contract.protocol_version:
+        problems.append(f'protocol version: server {contract.protocol_version}, client '
+                        f'{request.protocol_version}')
+    if request.deployment != contract.deployment:
+        problems.append(f'deployment: server {contract.deployment!r}, client '
+                        f'{request.deployment!r}')
+    if request.semantics != contract.semantics:
+        problems.append(f'semantics: server {contract.semantics!r}, client '
+                        f'{request.semantics!r}')
+    ours, theirs = list(contract.action_names), list(request.action_names)
+    if ours != theirs:
+        if sorted(ours) == sorted(theirs):
+            problems.append(f'action order: server {ours}, client {theirs}')
+        else:
+            missing = [n for n in ours if n not in theirs]
+            extra = [n for n in theirs if n not in ours]
+            detail = '; '.join(part for part in (
+                f'missing on the client: {missing}' if missing else '',
+                f'unknown to the server: {extra}' if extra else '') if part)
+            problems.append(f'action names: server {ours}, client {theirs} ({detail})')
+    if not abs(request.action_rate - contract.action_rate) <= 1e-6 * contract.action_rate:
+        problems.append(f'action rate: server {contract.action_rate} Hz, client '
+                        f'{request.action_rate} Hz')
+    offered = {f.name: f for f in request.features}
+    for feature in contract.features:
+        other = offered.get(feature.name)
+        if other is None:
+            problems.append(f'observation feature {feature.name!r} is not provided by the '
+                            f'client')
+            continue
+        for field in ('shape', 'dtype', 'kind'):
+            mine, yours = getattr(feature, field), getattr(other, field)
+            if field == 'shape':
+                mine, yours = list(mine), list(yours)
+            if mine != yours:
+                problems.append(f'observation feature {feature.name!r} {field}: server '
+                                f'{mine}, client {yours}')
+    served = [f.name for f in contract.features]
+    missing = [name for name in required_features if name not in served]
+    if missing:
+        problems.append(f'observation features {missing} not served (server: {served})')
+    if request.merge_mode not in contract.merge_modes:
+        problems.append(f'merge mode {request.merge_mode!r} is not supported (supported: '
+                        f'{", ".join(contract.merge_modes)})')
+    if not request.hardware_position_hold:
+        problems.append('hardware_position_hold is false: the robot driver must declare '
+                        'position hold')
+    return problems

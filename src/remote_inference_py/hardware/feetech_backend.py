@@ -1,0 +1,213 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The Feetech backend: STS servos on one serial bus, through LeRobot's calibration (no ROS).
+
+See :mod:`remote_inference_py.hardware.backend` for what a backend promises.
+"""
+
+import dataclasses
+import time
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+from remote_inference_py.hardware.backend import (
+    Backend, BackendError, BackendFault, BackendOpenError, Measurement)
+from remote_inference_py.hardware.feetech import (
+    BusFaultError, FeetechBus, FeetechBusConfig, FeetechError, ServoCommError,
+    ServoStatusError)
+from remote_inference_py.robot.calibration import Calibration, CalibrationError
+
+
+@dataclasses.dataclass(frozen=True)
+class FeetechSettings:
+    """How to reach and drive one Feetech bus."""
+
+    port: str
+    joint_names: Tuple[str, ...]
+    motor_ids: Tuple[int, ...]
+    calibration_file: str = ''
+    baudrate: int = 1_000_000
+    retries: int = 2
+    max_consecutive_failures: int = 3
+    latency_timer_ms: float = 16.0
+    configure_servos: bool = True
+
+
+def load_calibration(settings: FeetechSettings) -> Calibration:
+    """Return the calibration of the configured joints; errors name the file and motor."""
+    if settings.calibration_file:
+        calibration = Calibration.load(settings.calibration_file)
+    else:
+        calibration = Calibration.default_so101()
+    for name, motor_id in zip(settings.joint_names, settings.motor_ids):
+        if name not in calibration:
+            raise CalibrationError(
+                f'joint {name!r} is not in the calibration '
+                f'{settings.calibration_file or "(default SO-101)"}; calibrated motors: '
+                f'{", ".join(calibration.names)}')
+        if calibration[name].id != motor_id:
+            raise CalibrationError(
+                f'joint {name!r}: motor id {motor_id} differs from id '
+                f'{calibration[name].id} in the calibration '
+                f'{settings.calibration_file or "(default SO-101)"}')
+    return calibration
+
+
+class FeetechBackend(Backend):
+    """Feetech STS servos on one serial bus, through LeRobot's calibration."""
+
+    name = 'feetech'
+
+    def __init__(self, settings: FeetechSettings,
+                 calibration: Optional[Calibration] = None):
+        """Prepare the bus (nothing is opened yet); the calibration defaults to the file's."""
+        super().__init__(settings.joint_names)
+        self.settings = settings
+        self.calibration = calibration if calibration is not None else load_calibration(
+            settings)
+        self.bus = None
+        for index, name in enumerate(self.joint_names):
+            self.lower[index], self.upper[index] = self.calibration.radian_limits(name)
+
+    def open(self) -> None:
+        """Connect, ping every motor, configure and check the calibration of the servos."""
+        settings = self.settings
+        try:
+            config = FeetechBusConfig(
+                port=settings.port, motors=tuple(zip(settings.joint_names, settings.motor_ids)),
+                baudrate=settings.baudrate, retries=settings.retries,
+                max_consecutive_failures=settings.max_consecutive_failures,
+                latency_timer_ms=settings.latency_timer_ms)
+        except ValueError as error:
+            raise BackendOpenError(str(error)) from None
+        bus = FeetechBus(config)
+        try:
+            bus.connect()
+        except FeetechError as error:
+            raise BackendOpenError(str(error)) from None
+        try:
+            if settings.configure_servos:
+                bus.configure()
+            if settings.calibration_file:
+                self._sync_calibration(bus)
+        except (FeetechError, ValueError) as error:
+            try:
+                bus.disconnect(disable_torque=False)
+            except FeetechError:
+                pass
+            raise BackendOpenError(f'configuring the servos on {settings.port!r} failed: '
+                                   f'{error}') from None
+        self.bus = bus
+
+    def _sync_calibration(self, bus) -> None:
+        """Write the file's homing offsets and limits to motors that differ from it."""
+        on_motors = bus.read_calibration()
+        differing = [name for name in self.joint_names
+                     if (on_motors[name].homing_offset, on_motors[name].range_min,
+                         on_motors[name].range_max)
+                     != (self.calibration[name].homing_offset, self.calibration[name].range_min,
+                         self.calibration[name].range_max)]
+        if not differing:
+            return
+        motors = {name: self.calibration[name] for name in self.joint_names}
+        bus.write_calibration(Calibration(motors))
+        self.warnings.append(
+            f'wrote the calibration file {self.settings.calibration_file!r} to motor(s) '
+            f'{", ".join(differing)} (homing offset and position limits differed)')
+
+    def _require_bus(self):
+        if self.bus is None:
+            raise BackendFault(f'servo bus on {self.settings.port!r} is not open')
+        return self.bus
+
+    def read(self, now: float) -> Measurement:
+        """Read every motor's position in one SYNC_READ and convert it to radians."""
+        bus = self._require_bus()
+        warning = ''
+        before = time.monotonic()
+        try:
+            ticks = bus.read_positions()
+        except ServoStatusError as error:
+            ticks, warning = error.positions, str(error)
+        except BusFaultError as error:
+            raise BackendFault(str(error)) from None
+        except ServoCommError as error:
+            raise BackendError(str(error)) from None
+        except FeetechError as error:
+            raise BackendFault(str(error)) from None
+        stamp = (before + time.monotonic()) / 2
+        calibration = self.calibration
+        positions = np.array([calibration.ticks_to_radians(name, ticks[name])
+                              for name in self.joint_names])
+        return Measurement(positions, stamp, warning)
+
+    def write(self, target: np.ndarray) -> np.ndarray:
+        """Write the goal positions (nearest ticks) in one SYNC_WRITE; return their radians."""
+        bus = self._require_bus()
+        calibration = self.calibration
+        top = bus.table.max_position
+        ticks = {name: int(min(top, max(0, calibration.radians_to_ticks(name, value))))
+                 for name, value in zip(self.joint_names, target)}
+        try:
+            bus.write_goal_positions(ticks)
+        except BusFaultError as error:
+            raise BackendFault(str(error)) from None
+        except ServoCommError as error:
+            raise BackendError(str(error)) from None
+        except FeetechError as error:
+            raise BackendFault(str(error)) from None
+        return np.array([calibration.ticks_to_radians(name, ticks[name])
+                         for name in self.joint_names])
+
+    def set_torque(self, enabled: bool) -> None:
+        """Switch torque on (goal = present position first) or off on every motor."""
+        bus = self._require_bus()
+        try:
+            if enabled:
+                bus.enable_torque()
+            else:
+                bus.disable_torque()
+        except BusFaultError as error:
+            raise BackendFault(str(error)) from None
+        except ServoStatusError as error:
+            raise BackendError(str(error)) from None
+        except FeetechError as error:
+            raise BackendError(str(error)) from None
+
+    @property
+    def torque_enabled(self) -> Optional[bool]:
+        """True when every motor has torque on, False when all are off, else None."""
+        if self.bus is None:
+            return False
+        states = set(self.bus.torque_enabled.values())
+        return states.pop() if len(states) == 1 else None
+
+    def close(self, disable_torque: bool) -> str:
+        """Disconnect (torque off first when asked); return the motors in doubt, or ''."""
+        bus, self.bus = self.bus, None
+        if bus is None:
+            return ''
+        try:
+            bus.disconnect(disable_torque=disable_torque)
+        except FeetechError as error:
+            return str(error)
+        return ''
+
+    def counters(self) -> Dict[str, int]:
+        """Return the non-zero bus counters: timeouts, checksum errors, retries, ..."""
+        if self.bus is None:
+            return {}
+        return {key: value for key, value in self.bus.counters.as_dict().items() if value}

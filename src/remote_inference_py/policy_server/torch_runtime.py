@@ -1,0 +1,109 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""TorchScript (``.pt``, ``.ts``) and ``torch.export`` (``.pt2``) models with their manifest."""
+
+import dataclasses
+import pathlib
+from typing import Any, Dict, Sequence
+
+import numpy as np
+
+from remote_inference_py.policy_server.manifest import (
+    load_manifest, manifest_path_for, PolicySpec)
+from remote_inference_py.policy_server.runtimes import (
+    first_line, model_output_to_numpy, PolicyRuntime, resolve_device, RuntimeLoadError,
+    RuntimeOptions)
+
+
+class TorchRuntime(PolicyRuntime):
+    """A TorchScript or torch.export (.pt2) model described by a manifest."""
+
+    def __init__(self, kind: str, spec: PolicySpec, model: Any, device: Any, source: str):
+        """Wrap a loaded model; use :meth:`load`."""
+        self.kind = kind
+        super().__init__(spec, str(device), source)
+        self.model = model
+        self.torch_device = device
+        self._names = [f.name for f in spec.features]
+
+    @classmethod
+    def load(cls, kind: str, options: RuntimeOptions) -> 'TorchRuntime':
+        """Load the model file and its manifest; validate the declared inputs."""
+        path = pathlib.Path(options.checkpoint)
+        if path.is_dir():
+            path = path / ('model.pt2' if kind == 'torch_export' else 'model.pt')
+        if not path.is_file():
+            raise RuntimeLoadError(f'checkpoint file {str(path)!r} does not exist')
+        manifest = (pathlib.Path(options.manifest) if options.manifest
+                    else manifest_path_for(path))
+        spec = load_manifest(manifest)
+        device = resolve_device(options.device)
+        import torch
+        try:
+            if kind == 'torchscript':
+                model = torch.jit.load(str(path), map_location=device)
+                model.eval()
+            else:
+                program = torch.export.load(str(path))
+                spec = _check_exported_inputs(program, spec, path)
+                model = program.module()
+                if device.type != 'cpu':
+                    model = model.to(device)
+        except RuntimeLoadError:
+            raise
+        except Exception as error:  # noqa: B902 - torch raises many types for a bad file
+            raise RuntimeLoadError(f'cannot load {kind} checkpoint {str(path)!r}: '
+                                   f'{first_line(error)}') from None
+        return cls(kind, spec, model, device, str(path))
+
+    def infer(self, inputs: Dict[str, np.ndarray], tasks: Sequence[str]) -> np.ndarray:
+        """Run one forward pass on the batch."""
+        import torch
+        tensors = [torch.from_numpy(inputs[name]).to(self.torch_device) for name in self._names]
+        with torch.no_grad():
+            output = self.model(*tensors)
+        return model_output_to_numpy(output)
+
+
+def _check_exported_inputs(program: Any, spec: PolicySpec, path: pathlib.Path) -> PolicySpec:
+    """Compare an ExportedProgram's input shapes with the manifest; cap the batch size."""
+    nodes = {node.name: node for node in program.graph.nodes if node.op == 'placeholder'}
+    user_inputs = list(program.graph_signature.user_inputs)
+    if len(user_inputs) != len(spec.features):
+        raise RuntimeLoadError(
+            f'checkpoint {str(path)!r} takes {len(user_inputs)} inputs but the manifest '
+            f'declares {len(spec.features)} features ({", ".join(f.name for f in spec.features)})')
+    static_batch = None
+    for name, feature in zip(user_inputs, spec.features):
+        value = nodes[name].meta.get('val') if name in nodes else None
+        if value is None or not hasattr(value, 'shape'):
+            continue
+        shape = list(value.shape)
+        expected = list(feature.input_shape)
+        dims = [int(d) if isinstance(d, int) else None for d in shape]
+        if len(dims) != len(expected) + 1 or any(
+                d is not None and d != e for d, e in zip(dims[1:], expected)):
+            shown = ['B' if d is None else d for d in dims]
+            raise RuntimeLoadError(
+                f'checkpoint {str(path)!r} expects input {feature.name!r} of shape {shown}, '
+                f'the manifest declares [B, {", ".join(str(e) for e in expected)}]')
+        if dims[0] is not None:
+            static_batch = dims[0]
+    if static_batch is not None and static_batch != 1:
+        raise RuntimeLoadError(f'checkpoint {str(path)!r} was exported with a fixed batch of '
+                               f'{static_batch}; export with batch 1 or a dynamic batch')
+    if static_batch == 1 and spec.max_batch_size > 1:
+        spec = dataclasses.replace(spec, max_batch_size=1)
+    return spec

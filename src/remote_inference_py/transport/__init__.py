@@ -1,0 +1,23 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+How messages travel between the nodes (imports ROS).
+
+- :mod:`.qos`: one QoS profile per role (joint states, commands, chunks, images, latched).
+- :mod:`.cdr`: encoders and decoders of the serialized messages on the hot paths.
+- :mod:`.image_cdr`: the fields of a serialized ``sensor_msgs/Image`` without a copy.
+- :mod:`.frame_ring`: the same-host shared-memory ring of camera frames.
+- :mod:`.shared_images`: publishing and reading frames through the ring or as messages.
+"""
