@@ -13,6 +13,8 @@
 # limitations under the License.
 
 """
-Recording and analysis of runs: :mod:`.record` (the recorder node, imports ROS), :mod:`.bag`
+Recording and analysis of runs.
+
+:mod:`.record` (the recorder node, imports ROS), :mod:`.bag`
 (MCAP reading and writing), :mod:`.summary`, :mod:`.plot` and :mod:`.analyze` (the command).
 """

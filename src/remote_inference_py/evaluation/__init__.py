@@ -13,7 +13,9 @@
 # limitations under the License.
 
 """
-Closed-loop evaluation on the pick-the-cube task: :mod:`.task`, the scripted :mod:`.expert`,
+Closed-loop evaluation on the pick-the-cube task.
+
+:mod:`.task`, the scripted :mod:`.expert`,
 the :mod:`.learned` policy, runners in simulated time (:mod:`.simtime`) and through the real
 nodes (:mod:`.realtime`), :mod:`.stats` and the ``evaluate`` command (:mod:`.cli`).
 """
