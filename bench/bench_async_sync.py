@@ -35,7 +35,7 @@ whole request cycles. Actions dispatched per second = dispatched_ticks delta /
 status stamp delta; held fraction = held_ticks delta / ticks delta; seam = ``last_seam_rad``
 at each chunk accepted in the window (as ``analysis/summary.py`` does), p50 and max.
 
-Targets (issue 8): zero held ticks for every L below the execution horizon minus one tick
+Targets: zero held ticks for every L below the execution horizon minus one tick
 (50/30 s - 1/30 s = 1.63 s: every L here), and a dispatch rate equal to fps within 1 %.
 Anchor: LeRobot reports about 2x task throughput (19 vs 9 cubes per window) for asynchronous
 over synchronous inference with SmolVLA.

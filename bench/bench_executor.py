@@ -23,7 +23,7 @@ Executor benchmarks: core cost of validating and merging a chunk, and control ti
    ``executor/status``; target p99 <= 1 ms off the nominal period at 100 Hz, no missed ticks.
    The tick runs on the node's own control thread (``common/ticker.py``) while rclpy's
    EventsExecutor handles its messages, as shipped; at 100 Hz also with the
-   SingleThreadedExecutor for the messages (``REMOTE_INFERENCE_EXECUTOR=single``).
+   SingleThreadedExecutor for the messages (``REMOTE_INFERENCE_ROS_EXECUTOR=single``).
 
 Run: ``./run bench executor`` (or ``python bench/bench_executor.py`` inside ``./run shell``).
 Prints markdown tables and writes bench/results/executor.md.
@@ -123,7 +123,7 @@ def tick_jitter(fps, load, seconds, spin='events'):
         NodeProcess.console_script('executor', log_dir, node_name='executor', params={
             'deployment': 'test', 'autostart': True, 'fps': float(fps),
             'refill_seconds': 0.2, 'max_step_rad': 1.0},
-            env=dict(os.environ, REMOTE_INFERENCE_EXECUTOR=spin)),
+            env=dict(os.environ, REMOTE_INFERENCE_ROS_EXECUTOR=spin)),
     ]
     try:
         spinner.until(lambda: statuses and statuses[-1].state_name == 'RUNNING', 30,

@@ -28,7 +28,7 @@ float32 chunk from a zero-cost policy. Server and client run in separate process
   observation it is answered with is captured, so the round trip runs from the observation's
   publication to the chunk), Fast DDS with ``config/fastdds_shm.xml``,
   ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and a domain id of its own; each spins the rclpy
-  executor of the node it is or stands for (``make_executor``: the EventsExecutor, which the
+  executor of the node it is or stands for (``make_ros_executor``: the EventsExecutor, which the
   executor node spins beside its control-tick thread);
 - ours with the request published together with the observation: a worst case the product
   does not produce, for comparison;

@@ -37,7 +37,7 @@ observation is published, with the request sent ``REQUEST_LEAD_S`` earlier
 the request is published with the observation instead and the round trip includes it: a worst
 case the product does not produce, reported for comparison. The client is admitted first
 through ``policy/get_capabilities`` and ``policy/admit`` like the executor, calls
-``tune_allocator()`` first and spins ``make_executor()``, as the executor node does
+``tune_allocator()`` first and spins ``make_ros_executor()``, as the executor node does
 (``REMOTE_INFERENCE_TUNE_MALLOC=0`` turns the allocator tuning off for the default-malloc
 cells).
 
@@ -70,7 +70,7 @@ class RosClient(Client):
         from remote_inference.srv import Admit, GetCapabilities
         from sensor_msgs.msg import JointState
 
-        from remote_inference_py.common.node_main import make_executor
+        from remote_inference_py.common.node_main import make_ros_executor
         from remote_inference_py.transport import qos
         from remote_inference_py.transport.cdr import ActionChunkDecoder, JointStateEncoder
         from remote_inference_py.transport.shared_images import ImagePublisher
@@ -83,7 +83,7 @@ class RosClient(Client):
         self.InferenceRequest = InferenceRequest
         rclpy.init()
         self.node = rclpy.create_node('transport_bench_client')
-        self.executor = make_executor()   # what the executor node spins
+        self.executor = make_ros_executor()   # what the executor node spins
         self.executor.add_node(self.node)
         self.camera = ImagePublisher(self.node, 'cameras/front/image_raw', qos.IMAGES, share,
                                      'front')

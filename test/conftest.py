@@ -38,6 +38,46 @@ os.environ['RCUTILS_LOGGING_BUFFERED_STREAM'] = '0'
 
 from ros_fixtures import dead_segments, NodeProcess, Spinner  # noqa: E402
 
+# Test levels: every test file is at exactly one, so `./run test -m pure` runs the fast level
+# alone (about a minute on 2 cores) and `-m "not system"` skips the whole-system runs.
+#   pure    no ROS graph: cores, codecs, models, the servo bus emulator on a pseudo-terminal
+#   ros     nodes over DDS on this host, one room at a time
+#   system  all nodes together, the real ros2 tools, the demo, two hosts, the build
+LEVELS = {
+    'pure': """
+    bringup_plan calibration cdr control_table evaluation_cli evaluation_expert
+    evaluation_learned evaluation_simtime evaluation_stats evaluation_task executor_admission
+    executor_config executor_core executor_properties feetech_bus frame_ring hardware_backend
+    hardware_commands image_cdr layout lerobot_runtime lint merge params policy_admission
+    policy_core policy_export policy_images policy_manifest policy_models policy_observation
+    policy_runtimes readme_python_example refill semantics ticker
+    """,
+    'ros': """
+    bringup_graph executor_node fixtures hardware_node interfaces lerobot_server_node node_main
+    policy_server_node recording shared_images sim
+    """,
+    'system': """
+    build_and_setup demo evaluation_realtime launch_cli system two_hosts
+    """,
+}
+LEVEL_OF = {f'test_{name}.py': level for level, names in LEVELS.items() for name in names.split()}
+
+
+def pytest_configure(config):
+    """Register the level markers."""
+    for level in LEVELS:
+        config.addinivalue_line('markers', f'{level}: test level (see LEVELS in conftest.py)')
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test with its file's level; a file without a level is an error."""
+    for item in items:
+        name = item.path.name
+        if name not in LEVEL_OF:
+            raise pytest.UsageError(f'{name} has no test level: add it to LEVELS in '
+                                    f'test/conftest.py')
+        item.add_marker(getattr(pytest.mark, LEVEL_OF[name]))
+
 
 @pytest.fixture(scope='session')
 def ros_context():

@@ -37,8 +37,8 @@ import pytest
 
 REQUIRE_VARIABLE = 'RI_REQUIRE_ROS2_CLI'
 INSTALL_HINT = ('the ROS 2 command-line tools (ros2 launch, ros2 param) are not installed: '
-                'source a ROS 2 install, or put them into the project venv with '
-                '../shared/ros2-cli/install (the step .ci/run takes before the tests)')
+                'source a ROS 2 install, or build ros2cli, launch and launch_ros into the '
+                'project venv (.ci/run does)')
 
 
 def ros2_or_skip():

@@ -62,7 +62,6 @@ def test_config_files_configure_every_node_of_the_table(config):
     assert set(sections) == {n.name for n in bringup.NODES}, config.name
 
 
-@pytest.mark.slow
 def test_live_nodes_match_the_table_and_the_config(processes, ros):
     node, spinner = ros
     config = ROOT / 'config' / 'so101_sim.yaml'

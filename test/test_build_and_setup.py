@@ -21,6 +21,7 @@ running at all proves (a); the test below proves (b).
 
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,21 @@ def test_colcon_build_in_the_src_of_another_workspace(tmp_path):
         env={**env, 'PYTHONPATH': str(site)}, capture_output=True, text=True)
     assert probe.returncode == 0, probe.stderr
     assert str(workspace) in probe.stdout
+
+    # `colcon test` runs the pytest suite against that install (a quick part of it here: the
+    # suite itself runs in ./run test).
+    test_env = {**env, 'PYTEST_ADDOPTS': '-m pure -k "test_merge or test_refill"'}
+    result = subprocess.run([str(VENV / 'bin' / 'colcon'), 'test', '--event-handlers',
+                             'console_direct+'], cwd=workspace, env=test_env,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert 'remote_inference_py' in result.stdout or 'passed' in result.stdout
+    results = subprocess.run([str(VENV / 'bin' / 'colcon'), 'test-result', '--all'],
+                             cwd=workspace, env=env, capture_output=True, text=True)
+    summary = results.stdout.strip().splitlines()[-1]
+    tests, errors, failures = (int(re.search(rf'(\d+) {word}', summary).group(1))
+                               for word in ('tests', 'errors', 'failures'))
+    assert tests > 20 and errors == 0 and failures == 0, results.stdout
 
 
 def fake_tools(tmp_path, python_version):

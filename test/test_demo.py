@@ -18,10 +18,7 @@ import os
 import subprocess
 import sys
 
-import pytest
 
-
-@pytest.mark.slow
 def test_demo_runs_the_system_prints_a_summary_and_writes_a_plot(tmp_path):
     out = tmp_path / 'demo'
     env = {k: v for k, v in os.environ.items() if k != '_ROS_WHEELS_BOOTSTRAP_COMPLETE'}

@@ -17,7 +17,6 @@
 import dataclasses
 import os
 
-import pytest
 
 from remote_inference_py.evaluation.matrix import run_matrix
 from remote_inference_py.evaluation.realtime import episode_overrides, node_argv
@@ -33,7 +32,6 @@ from remote_inference_py.evaluation.task import episode_seeds, TaskConfig
 TOLERANCE_S = 0.4
 
 
-@pytest.mark.slow
 def test_real_nodes_and_simulated_time_agree_on_a_small_matrix(tmp_path):
     settings = EvalSettings.load()
     policy = resolve_policy('expert')

@@ -47,7 +47,6 @@ POSE_TOLERANCE_RAD = 0.05
 JOINTS = SO101_JOINT_NAMES
 # Commands at 30 Hz for minutes: the observer keeps every one (qos.COMMANDS keeps 10).
 ALL_COMMANDS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope='module')

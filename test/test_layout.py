@@ -19,6 +19,7 @@ Every import counts, also one inside a function: a lazy import still ties two ro
 
 import ast
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -144,3 +145,21 @@ def test_heavy_packages_are_imported_only_when_needed(module, absent):
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == 'False'
+
+
+def test_the_repository_explains_itself():
+    # Docs and docstrings cite docs/ inside the repository, never documents it does not hold.
+    # .ci/ is the CI machine's script: it installs the ROS 2 tools from beside the checkout.
+    root = PACKAGE.parents[1]
+    tracked = subprocess.run(['git', 'ls-files'], cwd=root, capture_output=True, text=True,
+                             check=True).stdout.split()
+    outside = re.compile(r'\.\./shared|contract\.md|platform\.md|house-style\.md|\bissue \d+',
+                         re.IGNORECASE)
+    found = [f'{name}:{number}: {line.strip()}'
+             for name in tracked if not name.startswith('.ci/') and name != 'test/test_layout.py'
+             and (root / name).is_file() and (root / name).suffix in ('.py', '.md', '.yaml',
+                                                                      '.txt', '.xml', '')
+             for number, line in enumerate((root / name).read_text(errors='replace')
+                                           .splitlines(), 1)
+             if outside.search(line)]
+    assert not found, '\n'.join(found)

@@ -339,9 +339,9 @@ def test_bad_checkpoints_and_devices_stop_start_up_with_a_named_error(tmp_path):
                     {'checkpoint': str(wrong_actions)}),
         'device': ("device 'cuda' is not available", {'checkpoint': str(good),
                                                       'device': 'cuda'}),
-        'executor': ("REMOTE_INFERENCE_EXECUTOR='threads' is not one of events, single", {}),
+        'executor': ("REMOTE_INFERENCE_ROS_EXECUTOR='threads' is not one of events, single", {}),
     }
-    executor_env = dict(os.environ, REMOTE_INFERENCE_EXECUTOR='threads')
+    executor_env = dict(os.environ, REMOTE_INFERENCE_ROS_EXECUTOR='threads')
     # Started side by side (each in its own log directory) to save time.
     started = {name: NodeProcess.console_script(
         'policy_server', tmp_path / name, params=params, node_name='policy_server',
@@ -367,7 +367,7 @@ def test_the_executor_runs_on_the_policy_server(processes, ros):
     # EventsExecutor (the server spins its default EventsExecutor).
     executor = processes.console_script('executor', node_name='executor', params={
         'deployment': 'so101', 'semantics': SO101, 'autostart': True, 'refill_seconds': 0.3},
-        env=dict(os.environ, REMOTE_INFERENCE_EXECUTOR='single'))
+        env=dict(os.environ, REMOTE_INFERENCE_ROS_EXECUTOR='single'))
     # The executor asks for admission as soon as it sees the server and reports the position
     # hold it knows of then: let it receive the arm's hardware/info first.
     executor.wait_for_output('executor up', 20, spinner)

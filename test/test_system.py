@@ -39,7 +39,6 @@ from remote_inference_py.transport import qos
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONFIG = ROOT / 'config' / 'so101_sim.yaml'
 SMALL_CAMERA = {'sim_image_width': 64, 'sim_image_height': 48, 'sim_camera_rate_hz': 15.0}
-pytestmark = pytest.mark.slow
 
 
 class System:

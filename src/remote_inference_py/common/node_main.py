@@ -132,12 +132,12 @@ def _alive(pid):
     return True
 
 
-EXECUTOR_ENV = 'REMOTE_INFERENCE_EXECUTOR'
+ROS_EXECUTOR_ENV = 'REMOTE_INFERENCE_ROS_EXECUTOR'
 EXECUTORS = ('events', 'single')
 SPIN_PERIOD_S = 0.1
 
 
-def make_executor():
+def make_ros_executor():
     """
     Return the executor a node spins: rclpy's EventsExecutor or SingleThreadedExecutor.
 
@@ -152,12 +152,12 @@ def make_executor():
     round trip, on the executor node's side another ~0.25 ms, so every node spins it. Its
     timers fire less precisely (100 Hz period p99 +0.8 to +1.5 ms idle, against +0.2 to
     +0.9 ms), so the executor's control tick is not a timer but a thread of its own
-    (``common/ticker.py``). ``REMOTE_INFERENCE_EXECUTOR=events|single`` overrides the choice
+    (``common/ticker.py``). ``REMOTE_INFERENCE_ROS_EXECUTOR=events|single`` overrides the choice
     for every node; where rclpy has no EventsExecutor the SingleThreadedExecutor is used.
     """
-    choice = os.environ.get(EXECUTOR_ENV, 'events')
+    choice = os.environ.get(ROS_EXECUTOR_ENV, 'events')
     if choice not in EXECUTORS:
-        raise ConfigError(f'{EXECUTOR_ENV}={choice!r} is not one of {", ".join(EXECUTORS)}')
+        raise ConfigError(f'{ROS_EXECUTOR_ENV}={choice!r} is not one of {", ".join(EXECUTORS)}')
     if choice == 'events':
         try:
             from rclpy.experimental import EventsExecutor
@@ -201,7 +201,7 @@ def run_node(node_factory, args=None):
     spinning = None
     spinner = None
     try:
-        spinning = make_executor()
+        spinning = make_ros_executor()
         node = node_factory()
         # What starting made (modules, the model, the node) lives as long as the process:
         # keep the collector from walking it again. A full collection over it stopped a node

@@ -17,9 +17,10 @@ Process-level settings every node applies before it creates anything.
 
 glibc returns ~1 MB message buffers (an image, a chunk batch) to the OS after each use and
 faults them back in on the next message: 420-650 minor page faults per observation/chunk round
-trip. Raising the mmap and trim thresholds keeps them in the heap; measured 2-2.6x faster round
-trips on every transport (platform.md). Nodes call :func:`tune_allocator` first thing in
-``main()``, so users get this without setting ``MALLOC_*`` variables themselves.
+trip. Raising the mmap and trim thresholds keeps them in the heap; round trips were 2-2.6x
+faster on every transport on our machines (``bench/bench_transport.py`` measures both). Nodes
+call :func:`tune_allocator` first thing in ``main()``, so users get this without setting
+``MALLOC_*`` variables themselves.
 """
 
 import ctypes

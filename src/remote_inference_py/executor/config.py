@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The executor's settings as one frozen, validated dataclass (contract.md section 4).
+"""The executor's settings as one frozen, validated dataclass (docs/design.md, sections 3-7).
 
 The executor node maps its declared ROS parameters one to one onto these fields. Fields in
 `STRUCTURAL_FIELDS` shape the session (they are read-only parameters); every other field is a

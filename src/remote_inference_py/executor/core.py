@@ -12,14 +12,14 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The executor's state machine, with no ROS in it (contract.md section 4).
+"""The executor's state machine, with no ROS in it (docs/design.md, sections 3-7).
 
 `ExecutorCore` owns the action plan and the control timeline. The caller feeds it one clock,
 `now` in seconds (the node uses a monotonic clock and converts observation stamps into it),
 calls `tick(now)` once per control tick and sends what it returns. Merge rules live in
 `merge.py`, refill timing in `refill.py`.
 
-Decisions where the contract is silent (also in the README):
+The rules in detail (docs/design.md explains why):
 
 - Timeline. `start(now)` anchors it: control tick n is due at `start + n / (fps * m)` with
   m = interpolation_multiplier, action tick j at `start + j / fps` (= control tick j * m).

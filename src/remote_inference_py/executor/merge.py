@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""All of the executor's merge logic: how a new chunk joins the plan (contract.md section 4).
+"""All of the executor's merge logic: how a new chunk joins the plan (docs/design.md, s. 5-6).
 
 Vocabulary, on the executor's own timeline (anchored when motion starts):
 
