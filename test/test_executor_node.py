@@ -22,12 +22,15 @@ never on wall-clock speed.
 """
 
 import re
+import signal
+import time
 
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest
 from ros_fixtures import clean_dead_segments
 
+from remote_inference_py.contract.admission import PRESENCE_LEASE_S
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
 
@@ -139,9 +142,13 @@ def test_invalid_and_read_only_parameters_are_rejected_with_a_reason(processes, 
 
 def test_server_killed_holds_then_faults_returns_and_exits_nonzero(processes, ros):
     node, spinner = ros
-    watch, arm, server, executor = start_system(processes, ros, server={'delay_s': 0.05})
+    # A lease shorter than the grace: the executor learns of the loss from liveliness.
+    lease = {'presence_lease_s': 0.5}
+    watch, arm, server, executor = start_system(processes, ros, server={'delay_s': 0.05, **lease},
+                                                executor=lease)
     spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
     spinner.until(lambda: watch.last.chunks_accepted >= 2, 10, 'two chunks')
+    assert watch.last.server_presence == 'alive' and watch.last.presence_lease_s == 0.5
     server.kill()
     clean_dead_segments()
     spinner.until(lambda: watch.state() == 'WAITING', 10, 'executor holding (WAITING)')
@@ -153,6 +160,47 @@ def test_server_killed_holds_then_faults_returns_and_exits_nonzero(processes, ro
     final = commands(arm)[-1][1]
     assert max(abs(v) for v in final) < 1e-3, f'did not return to the initial pose: {final}'
     assert re.search(r'policy server lost', executor.output())
+    assert watch.last.server_presence == 'lost'
+
+
+def test_a_server_frozen_for_less_than_the_lease_is_no_loss(processes, ros):
+    # SIGSTOP freezes every thread of the server, DDS included: for 1.5 s (default lease 4 s,
+    # grace 3 s) the executor holds, then carries on with the same session.
+    node, spinner = ros
+    watch, arm, server, executor = start_system(processes, ros, server={'delay_s': 0.05},
+                                                executor={'starvation_grace_s': 3.0})
+    spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
+    spinner.until(lambda: watch.last.chunks_accepted >= 2, 10, 'two chunks')
+    session = watch.last.session_id
+    server.proc.send_signal(signal.SIGSTOP)
+    try:
+        spinner.until(lambda: watch.last.server_last_seen_s > 1.0, 10, 'the server silent')
+        spinner.spin_for(0.5)
+    finally:
+        server.proc.send_signal(signal.SIGCONT)
+    accepted = watch.last.chunks_accepted
+    spinner.until(lambda: watch.last.chunks_accepted >= accepted + 3, 15, 'chunks again')
+    assert watch.state() == 'RUNNING' and watch.last.session_id == session
+    assert watch.last.server_presence == 'alive'
+    assert 'policy server lost' not in executor.output()
+    assert executor.stop(spinner=spinner) == 0
+
+
+def test_a_killed_server_faults_within_lease_plus_grace(processes, ros):
+    node, spinner = ros
+    watch, arm, server, executor = start_system(processes, ros, server={'delay_s': 0.05},
+                                                executor={'starvation_grace_s': 3.0})
+    spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
+    spinner.until(lambda: watch.last.chunks_accepted >= 2, 10, 'two chunks')
+    lease = watch.last.presence_lease_s
+    assert lease == PRESENCE_LEASE_S
+    server.kill()
+    killed = time.monotonic()
+    clean_dead_segments()
+    spinner.until(lambda: watch.state() in ('STOPPING', 'FAULT'), lease + 3.0 + 5.0,
+                  'the executor gives up on the server')
+    assert time.monotonic() - killed <= lease + 3.0 + 5.0   # buffered playback + margin
+    assert executor.wait(20) != 0
 
 
 def test_bad_chunks_are_dropped_with_a_named_reason(processes, ros):

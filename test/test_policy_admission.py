@@ -66,6 +66,7 @@ def test_a_matching_request_is_admitted_for_every_merge_mode():
      "observation feature 'observation.images.front' kind: server rgb, client depth"),
     ({'merge_mode': 'rtc'}, "merge mode 'rtc' is not supported"),
     ({'hardware_position_hold': False}, 'hardware_position_hold is false'),
+    ({'presence_lease_s': 1.0}, 'presence lease: server 4.0 s, client 1.0 s'),
 ])
 def test_every_mismatch_is_named(changes, expected):
     problems = ask(**changes)
@@ -132,3 +133,11 @@ def test_requests_with_unknown_sessions_or_from_another_robot_are_refused():
         SessionTable(max_clients=0)
     refused = table.admit('robot1', '/x', idle_timeout_s=1.0, problems=['semantics: a'])
     assert not refused.success and refused.message == 'semantics: a'
+
+
+def test_required_features_are_checked_for_the_executor():
+    assert check_admission(CONTRACT, REQUEST, ['observation.state']) == []
+    problems = check_admission(CONTRACT, REQUEST, ['observation.images.wrist'])
+    assert problems == ["observation features ['observation.images.wrist'] not served (server: "
+                        "['observation.state', 'observation.images.front'])"]
+

@@ -36,6 +36,7 @@ from remote_inference.msg import ActionChunk, InferenceRequest
 from remote_inference.srv import Admit, GetCapabilities
 from sensor_msgs.msg import JointState
 
+from remote_inference_py.contract.admission import PRESENCE_LEASE_S, PROTOCOL_VERSION
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
 
@@ -53,7 +54,8 @@ class ScriptedServer(Node):
         self.joint_names = list(p('joint_names', JOINTS).value)
         self.fps = p('fps', 30.0).value
         self.chunk_length = p('chunk_length', 50).value
-        self.protocol_version = p('protocol_version', 1).value
+        self.protocol_version = p('protocol_version', PROTOCOL_VERSION).value
+        self.lease_s = p('presence_lease_s', PRESENCE_LEASE_S).value
         p('delay_s', 0.05)
         p('amplitude', 0.3)
         p('period_s', 4.0)
@@ -72,7 +74,8 @@ class ScriptedServer(Node):
                                  qos.JOINT_STATES)
         self.create_subscription(InferenceRequest, self.value('request_topic'),
                                  self.on_request, qos.COMMANDS)
-        self.chunk_pub = self.create_publisher(ActionChunk, 'policy/chunk', qos.CHUNKS)
+        self.chunk_pub = self.create_publisher(ActionChunk, 'policy/chunk',
+                                               qos.chunks(self.lease_s))
         self.create_timer(0.002, self.serve)
         self.get_logger().info('scripted server ready')
 
@@ -91,6 +94,7 @@ class ScriptedServer(Node):
         response.action_rate = self.fps
         response.chunk_length = self.chunk_length
         response.supported_merge_modes = ['append', 'aligned', 'ensemble', 'synchronous']
+        response.presence_lease_s = self.lease_s
         response.max_clients = 1
         return response
 

@@ -23,7 +23,8 @@ list without a round trip, and the server when it is asked, so a client that ski
 check is still refused. It compares protocol version, deployment, semantics, action names and
 their order, action rate, observation features (by name: shape, dtype and kind must be equal;
 features the client offers but the policy does not use are ignored), features the client
-requires the server to consume, merge mode, and position hold. Every difference refuses
+requires the server to consume, merge mode, the presence lease (how long a silent server
+counts as present: both sides must use the same), and position hold. Every difference refuses
 admission before motion, and the message names it.
 
 The messages are read by duck typing (:meth:`ServerContract.from_message`,
@@ -33,7 +34,7 @@ The messages are read by duck typing (:meth:`ServerContract.from_message`,
 import dataclasses
 from typing import List, Sequence, Tuple
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 """Version of the messages and of this contract; both sides must carry the same."""
 
 CHUNK_MERGES = ('append', 'aligned', 'ensemble')
@@ -41,6 +42,13 @@ CHUNK_MERGES = ('append', 'aligned', 'ensemble')
 
 MERGE_MODES = CHUNK_MERGES + ('synchronous',)
 """What a client may ask for at admission: a chunk merge, or the synchronous baseline."""
+
+PRESENCE_LEASE_S = 4.0
+"""Default liveliness lease of the server's chunk publisher [s] (docs/design.md, section 7).
+
+A server silent for this long is lost, and the session never resumes. It must ride through
+what a loaded host and a Wi-Fi link produce (measured by bench/bench_presence.py) and stay
+short beside what buffered actions and ``starvation_grace_s`` already bound."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +78,7 @@ class ServerContract:
     features: Tuple[FeatureDeclaration, ...]
     merge_modes: Tuple[str, ...] = MERGE_MODES
     protocol_version: int = PROTOCOL_VERSION
+    presence_lease_s: float = PRESENCE_LEASE_S
 
     @classmethod
     def from_message(cls, msg) -> 'ServerContract':
@@ -79,7 +88,8 @@ class ServerContract:
                    chunk_length=int(msg.chunk_length),
                    features=tuple(FeatureDeclaration.from_message(f) for f in msg.features),
                    merge_modes=tuple(msg.supported_merge_modes) or MERGE_MODES,
-                   protocol_version=int(msg.protocol_version))
+                   protocol_version=int(msg.protocol_version),
+                   presence_lease_s=float(msg.presence_lease_s))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +105,7 @@ class AdmitRequest:
     features: Tuple[FeatureDeclaration, ...]
     merge_mode: str
     hardware_position_hold: bool
+    presence_lease_s: float = PRESENCE_LEASE_S
 
     @classmethod
     def from_message(cls, msg) -> 'AdmitRequest':
@@ -104,7 +115,8 @@ class AdmitRequest:
                    action_names=tuple(msg.action_names), action_rate=float(msg.action_rate),
                    features=tuple(FeatureDeclaration.from_message(f) for f in msg.features),
                    merge_mode=msg.merge_mode,
-                   hardware_position_hold=bool(msg.hardware_position_hold))
+                   hardware_position_hold=bool(msg.hardware_position_hold),
+                   presence_lease_s=float(msg.presence_lease_s))
 
 
 def check_admission(contract: ServerContract, request: AdmitRequest,
@@ -159,6 +171,9 @@ def check_admission(contract: ServerContract, request: AdmitRequest,
     if request.merge_mode not in contract.merge_modes:
         problems.append(f'merge mode {request.merge_mode!r} is not supported (supported: '
                         f'{", ".join(contract.merge_modes)})')
+    if not abs(request.presence_lease_s - contract.presence_lease_s) <= 1e-6:
+        problems.append(f'presence lease: server {contract.presence_lease_s} s, client '
+                        f'{request.presence_lease_s} s (set presence_lease_s equal on both)')
     if not request.hardware_position_hold:
         problems.append('hardware_position_hold is false: the robot driver must declare '
                         'position hold')

@@ -71,7 +71,7 @@ from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import declare_parameters, ParamSpec
 from remote_inference_py.common.ticker import Ticker
 from remote_inference_py.contract.admission import (
-    AdmitRequest, check_admission, PROTOCOL_VERSION, ServerContract)
+    AdmitRequest, check_admission, PRESENCE_LEASE_S, PROTOCOL_VERSION, ServerContract)
 from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
@@ -151,6 +151,9 @@ PARAMETERS = {spec.name: spec for spec in (
     ParamSpec('autostart', False, T.PARAMETER_BOOL,
               'Start motion right after admission (otherwise call executor/start).',
               read_only=False),
+    ParamSpec('presence_lease_s', PRESENCE_LEASE_S, T.PARAMETER_DOUBLE,
+              'The server counts as lost when policy/chunk is silent this long (its '
+              'liveliness lease) [s]; the server must use the same.', low=0.1, high=3600.0),
     ParamSpec('admission_timeout_s', 30.0, T.PARAMETER_DOUBLE,
               'Fault if the server cannot be reached for admission, or its request and chunk '
               'topics do not match, within this long [s].', low=0.1, high=3600.0, read_only=False),
@@ -188,7 +191,9 @@ class ExecutorNode(Node):
         self.admission_started = time.monotonic()
         self.next_admission_log = 0.0
         self.start_requested = bool(self.settings['autostart'])
-        self.server_seen = False
+        self.server_seen = False      # the chunk publisher was alive once
+        self.server_alive = False
+        self.server_last_seen = None  # monotonic time of the last chunk or liveliness change
         self.last_summary = time.monotonic()
         self.last_stats = None
         self.capabilities = None
@@ -207,7 +212,8 @@ class ExecutorNode(Node):
         self.create_subscription(HardwareInfo, 'hardware/info', self.on_hardware_info,
                                  qos.LATCHED, callback_group=io)
         self.chunk_sub = self.create_subscription(
-            ActionChunk, 'policy/chunk', self.on_chunk, qos.CHUNKS, callback_group=io, raw=True,
+            ActionChunk, 'policy/chunk', self.on_chunk,
+            qos.chunks(self.settings['presence_lease_s']), callback_group=io, raw=True,
             event_callbacks=SubscriptionEventCallbacks(liveliness=self.on_server_liveliness))
         self.request_pub = self.create_publisher(InferenceRequest, 'policy/request',
                                                  qos.COMMANDS)
@@ -314,6 +320,7 @@ class ExecutorNode(Node):
     def on_chunk(self, raw):
         """Validate and merge a chunk (the core drops it whole, with a reason, if bad)."""
         now = time.monotonic()
+        self.server_last_seen = now
         try:
             msg = self.decoders['chunk'].decode(raw)
         except CdrError as error:
@@ -347,8 +354,10 @@ class ExecutorNode(Node):
 
     def on_server_liveliness(self, info):
         """Observe server presence through the chunk publisher's liveliness."""
-        if info.alive_count > 0:
+        self.server_alive = info.alive_count > 0
+        if self.server_alive:
             self.server_seen = True
+            self.server_last_seen = time.monotonic()
             return
         if self.server_seen and self.admission == 'admitted':
             with self.lock:
@@ -460,6 +469,7 @@ class ExecutorNode(Node):
             semantics=f.semantics, topic=f.topic) for f in caps.features]
         request.merge_mode = 'synchronous' if cfg.synchronous else cfg.chunk_merge
         request.hardware_position_hold = bool(self.hardware and self.hardware.position_hold)
+        request.presence_lease_s = float(self.settings['presence_lease_s'])
         return request
 
     def _refuse(self, reason):
@@ -621,6 +631,11 @@ class ExecutorNode(Node):
         msg.state_name = stats.state.name
         msg.message = stats.message
         msg.session_id = stats.session_id
+        msg.server_presence = ('alive' if self.server_alive else
+                               'lost' if self.server_seen else 'unknown')
+        last_seen = self.server_last_seen
+        msg.server_last_seen_s = -1.0 if last_seen is None else time.monotonic() - last_seen
+        msg.presence_lease_s = float(self.settings['presence_lease_s'])
         msg.buffered_playback_s = stats.buffered_playback_s
         msg.refill_s = stats.refill_s
         msg.effective_refill_s = stats.effective_refill_s

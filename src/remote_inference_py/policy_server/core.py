@@ -43,7 +43,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from remote_inference_py.contract.admission import (
-    AdmitRequest, check_admission, FeatureDeclaration, ServerContract)
+    AdmitRequest, check_admission, FeatureDeclaration, PRESENCE_LEASE_S, ServerContract)
 from remote_inference_py.policy_server import images
 from remote_inference_py.policy_server.images import InputError
 from remote_inference_py.policy_server.observation import (
@@ -69,6 +69,7 @@ class ServerSettings:
     chunk_length: int = 0
     rotate_180: Tuple[str, ...] = ()
     extra_latency_s: float = 0.0
+    presence_lease_s: float = PRESENCE_LEASE_S
 
     def __post_init__(self):
         """Validate every field."""
@@ -84,6 +85,9 @@ class ServerSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or value < low:
                 raise ValueError(f'{name} must be an integer >= {low}, got {value!r}')
+        if not (isinstance(self.presence_lease_s, (int, float))
+                and math.isfinite(self.presence_lease_s) and self.presence_lease_s > 0):
+            raise ValueError(f'presence_lease_s must be > 0, got {self.presence_lease_s!r}')
         for name in ('idle_timeout_s', 'observation_wait_s', 'extra_latency_s'):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
@@ -174,7 +178,8 @@ class PolicyServerCore:
             action_names=spec.action_joints, action_rate=spec.fps,
             chunk_length=self.chunk_length,
             features=tuple(FeatureDeclaration(f.name, tuple(f.shape), f.dtype, f.kind)
-                           for f in spec.features))
+                           for f in spec.features),
+            presence_lease_s=settings.presence_lease_s)
         self.sessions = SessionTable(settings.max_clients, clock)
         self.stats = ActivityStats()
         self._pending: Dict[str, Job] = {}

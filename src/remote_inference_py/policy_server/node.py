@@ -85,7 +85,7 @@ from std_msgs.msg import Float64MultiArray
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import declare_parameters, ParamSpec
 from remote_inference_py.contract.admission import (
-    AdmitRequest, PROTOCOL_VERSION)
+    AdmitRequest, PRESENCE_LEASE_S, PROTOCOL_VERSION)
 from remote_inference_py.policy_server.core import (
     Answer, PolicyServerCore, Request, ServerSettings)
 from remote_inference_py.policy_server.images import CompressedImage, InputError, RawImage
@@ -162,6 +162,9 @@ PARAMETERS = {spec.name: spec for spec in (
               'Serve a ready request in the callback that completed it (no hand-off to the '
               'inference thread) when warm-up measured a forward pass this fast [ms] and one '
               'robot is served; 0: never.', low=0.0, high=100.0),
+    ParamSpec('presence_lease_s', PRESENCE_LEASE_S, T.PARAMETER_DOUBLE,
+              'Liveliness lease of policy/chunk [s]: silent this long, the server counts as '
+              'lost; clients must use the same.', low=0.1, high=3600.0),
     ParamSpec('extra_latency_s', 0.0, T.PARAMETER_DOUBLE,
               'Test/benchmark knob: delay every answer by this much on top of inference [s]; '
               'keep 0 in production.', low=0.0, high=60.0, read_only=False),
@@ -241,7 +244,8 @@ class PolicyServerNode(Node):
                 observation_history=params['observation_history'],
                 max_batch_size=params['max_batch_size'], chunk_length=params['chunk_length'],
                 rotate_180=tuple(params['rotate_180']),
-                extra_latency_s=params['extra_latency_s'])
+                extra_latency_s=params['extra_latency_s'],
+                presence_lease_s=params['presence_lease_s'])
             self.get_logger().info(f'loading the policy (policy_type={options.policy_type}, '
                                    f'checkpoint={options.checkpoint or "none"}, '
                                    f'device={options.device})')
@@ -352,7 +356,8 @@ class PolicyServerNode(Node):
                                  lambda msg, r=robot: self.on_request(r, msg), qos.COMMANDS)
         self.chunk_encoders[robot] = cdr.ActionChunkEncoder()
         self.chunk_pubs[robot] = self.create_publisher(
-            ActionChunk, topic_name(robot, 'policy/chunk'), qos.CHUNKS)
+            ActionChunk, topic_name(robot, 'policy/chunk'),
+            qos.chunks(self.core.settings.presence_lease_s))
         self.create_service(GetCapabilities, topic_name(robot, 'policy/get_capabilities'),
                             lambda req, res, r=robot: self.on_capabilities(r, req, res))
         self.create_service(Admit, topic_name(robot, 'policy/admit'),
@@ -487,6 +492,7 @@ class PolicyServerNode(Node):
         response.chunk_length = int(contract.chunk_length)
         response.features = [self._feature_msg(f) for f in self.runtime.spec.features]
         response.supported_merge_modes = list(contract.merge_modes)
+        response.presence_lease_s = float(contract.presence_lease_s)
         response.max_clients = self.core.settings.max_clients
         response.active_clients = self.core.active_clients
         return response

@@ -18,9 +18,12 @@ QoS profiles by role, used by every node so publishers and subscribers always ma
 - images: sensor data (best effort, keep last 1): a late frame is worth nothing.
 - joint states: reliable, keep last 5: small, and the executor needs every pose it can get.
 - chunks, requests, commands: reliable, keep last 10: never silently lost.
-- chunks also carry a liveliness lease (1 s, automatic): when the server process dies or
-  stops, the executor's subscription is told within about a lease, which is how the executor
-  observes server loss without any heartbeat code.
+- chunks also carry a liveliness lease (automatic; ``presence_lease_s`` on both sides, default
+  :data:`~remote_inference_py.contract.admission.PRESENCE_LEASE_S`): when the server process
+  dies, freezes or its link stays down for a lease, the executor's subscription is told, which
+  is how the executor observes server loss without any heartbeat code. A subscriber's lease
+  must be at least the publisher's for the two to match; tools that only listen use
+  :data:`CHUNKS_ANY_LEASE`.
 - status, capabilities, hardware info, task: reliable + transient local, depth 1: a late
   subscriber (or a bag started later) still gets the current value.
 """
@@ -34,7 +37,7 @@ from rclpy.qos import (
     ReliabilityPolicy,
 )
 
-SERVER_LEASE_S = 1.0
+from remote_inference_py.contract.admission import PRESENCE_LEASE_S
 
 IMAGES = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=1,
@@ -48,11 +51,22 @@ COMMANDS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=10,
     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
-CHUNKS = QoSProfile(
+
+def chunks(lease_s: float) -> QoSProfile:
+    """Return the chunk profile with a liveliness lease of ``lease_s`` seconds."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST, depth=10,
+        reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE,
+        liveliness=LivelinessPolicy.AUTOMATIC,
+        liveliness_lease_duration=Duration(nanoseconds=int(lease_s * 1e9)))
+
+
+CHUNKS = chunks(PRESENCE_LEASE_S)
+
+CHUNKS_ANY_LEASE = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=10,
     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE,
-    liveliness=LivelinessPolicy.AUTOMATIC,
-    liveliness_lease_duration=Duration(seconds=SERVER_LEASE_S))
+    liveliness=LivelinessPolicy.AUTOMATIC)
 
 LATCHED = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=1,
@@ -63,6 +77,6 @@ BY_ROLE = {
     'images': IMAGES,
     'joint_states': JOINT_STATES,
     'commands': COMMANDS,
-    'chunks': CHUNKS,
+    'chunks': CHUNKS_ANY_LEASE,
     'latched': LATCHED,
 }
