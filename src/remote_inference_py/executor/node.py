@@ -372,7 +372,7 @@ class ExecutorNode(Node):
     # ---- admission ----------------------------------------------------------------------
 
     def _admission_client(self):
-        """What we ask the policy server for, from the parameters."""
+        """Return what we ask the policy server for, from the parameters."""
         cfg, settings = self.config, self.settings
         return Client(client_name=self.get_fully_qualified_name(),
                       deployment=settings.deployment, semantics=settings.semantics,
