@@ -15,8 +15,10 @@
 """
 The executor node: a thin ROS 2 wrapper over :class:`ExecutorCore`.
 
-It maps parameters to an :class:`ExecutorConfig`, messages to core calls and core results to
-messages. All decisions (refill, merge, blend, hold, faults, return) are the core's.
+It maps parameters to an :class:`ExecutorConfig` and :class:`NodeSettings`, messages to core
+calls and core results to messages, and service calls and topic matches to the admission
+handshake (:mod:`.admission`, one step per control tick). All decisions (admission, refill,
+merge, blend, hold, faults, return) are the handshake's and the core's.
 
 Topics (relative names; remap in the launch file):
 

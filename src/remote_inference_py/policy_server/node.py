@@ -15,10 +15,10 @@
 """
 The policy server node: a thin ROS 2 wrapper over :class:`PolicyServerCore`.
 
-Start-up loads the policy once (:mod:`.runtimes`), validates its declarations against the
-model and warms it up, then creates its topics and services and logs
-``Policy server ready: deployment=<name> instance=<id>; awaiting one client``. A missing
-checkpoint or manifest, a model whose outputs do not match its action names, an unknown
+Start-up loads the policy once, validates its declarations against the model and warms it up
+(:func:`.loading.load_policy`, before any topic exists), then creates its topics and services
+and logs ``Policy server ready: deployment=<name> instance=<id>; awaiting one client``. A
+missing checkpoint or manifest, a model whose outputs do not match its action names, an unknown
 semantics or an unavailable device stops start-up with a message naming it (exit code 2).
 
 Per robot namespace ``<ns>`` in ``robot_namespaces`` (``''``: the node's own namespace):
