@@ -183,6 +183,7 @@ def serve_robots(folder, count, max_batch, seconds, log_path):
                 deployment=caps.deployment, semantics=caps.semantics,
                 action_names=caps.action_names, action_rate=caps.action_rate,
                 merge_mode='aligned', hardware_position_hold=True,
+                presence_lease_s=caps.presence_lease_s,
                 features=[ObservationFeature(name=f.name, shape=f.shape, dtype=f.dtype,
                                              kind=f.kind) for f in caps.features]))
             if not answer.success:

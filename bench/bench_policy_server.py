@@ -186,6 +186,7 @@ def run_case(model_path, seconds, log_path):
             protocol_version=PROTOCOL_VERSION, client_name='/bench', deployment=caps.deployment,
             semantics=caps.semantics, action_names=caps.action_names,
             action_rate=caps.action_rate, merge_mode='aligned', hardware_position_hold=True,
+            presence_lease_s=caps.presence_lease_s,
             features=[ObservationFeature(name=f.name, shape=f.shape, dtype=f.dtype,
                                          kind=f.kind) for f in caps.features])
         future = robot.admit.call_async(request)

@@ -118,7 +118,8 @@ class RosClient(Client):
             protocol_version=caps.protocol_version, client_name='transport_bench',
             deployment=caps.deployment, semantics=caps.semantics,
             action_names=list(caps.action_names), action_rate=caps.action_rate,
-            features=list(caps.features), merge_mode='aligned', hardware_position_hold=True)
+            features=list(caps.features), merge_mode='aligned', hardware_position_hold=True,
+            presence_lease_s=caps.presence_lease_s)
         admitted = self._call(Admit, 'policy/admit', request, deadline)
         if not admitted.success:
             raise RuntimeError(f'admission refused: {admitted.message}')

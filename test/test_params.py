@@ -12,8 +12,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The one parameter convention: specs, start-up values, live integers, config files."""
+"""The one parameter convention: specs, start-up values, live values, configs, README."""
 
+import dataclasses
+import importlib.util
 import pathlib
 
 import pytest
@@ -23,13 +25,19 @@ from rclpy.parameter import Parameter
 import yaml
 
 from remote_inference_py.common.node_main import ConfigError
-from remote_inference_py.common.params import coerce, declare_parameters, ParamSpec
-from remote_inference_py.executor.config import STRUCTURAL_FIELDS
+from remote_inference_py.common.params import (
+    build_config, coerce, declare_parameters, markdown_table, ParamSpec)
+from remote_inference_py.executor.config import ExecutorConfig, NodeSettings, STRUCTURAL_FIELDS
 from remote_inference_py.executor.node import PARAMETERS as EXECUTOR
+from remote_inference_py.hardware.config import HardwareConfig
+from remote_inference_py.hardware.config import LIVE_FIELDS as HARDWARE_LIVE
 from remote_inference_py.hardware.node import PARAMETERS as HARDWARE
+from remote_inference_py.policy_server.config import LIVE_FIELDS as SERVER_LIVE
+from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.node import PARAMETERS as SERVER
 
-CONFIG_DIR = pathlib.Path(__file__).resolve().parent.parent / 'config'
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CONFIG_DIR = ROOT / 'config'
 SPECS = {'executor': EXECUTOR, 'hardware_interface': HARDWARE, 'policy_server': SERVER}
 
 SPEC = (
@@ -115,3 +123,81 @@ def test_config_files_match_the_declared_parameters(config, node):
     for name, value in values.items():
         assert name in specs, f'{config}: {name!r} is not a {node} parameter'
         coerce(specs[name], yaml_type(value), value)   # raises ConfigError naming it
+
+
+def load_tool():
+    path = ROOT / 'tools' / 'param_tables.py'
+    spec = importlib.util.spec_from_file_location('param_tables', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_tables_are_the_specs():
+    tool = load_tool()
+    stale = tool.stale(tool.README.read_text(), tool.node_specs())
+    assert not stale, (f'README.md parameter tables of {", ".join(stale)} differ from the '
+                       f'PARAMETERS specs; regenerate with: {tool.COMMAND} (in ./run shell)')
+
+
+def test_the_readme_check_notices_a_changed_spec(tmp_path):
+    tool = load_tool()
+    specs = tool.node_specs()
+    text = tool.README.read_text()
+    changed = dict(specs, hardware_interface=[
+        dataclasses.replace(spec, description=spec.description + ' Changed.')
+        if spec.name == 'port' else spec for spec in specs['hardware_interface']])
+    assert tool.stale(text, changed) == ['hardware_interface']
+    readme = tmp_path / 'README.md'
+    readme.write_text(tool.render(text, changed))
+    assert tool.stale(readme.read_text(), changed) == []
+    assert tool.main(['--check', '--readme', str(readme)]) == 1   # against the real specs
+    assert 'Changed.' in readme.read_text()
+    assert tool.main(['--readme', str(readme)]) == 0              # regenerates
+    assert readme.read_text() == text
+    with pytest.raises(ValueError, match='markers for executor'):
+        tool.render('no markers here', specs)
+
+
+def test_markdown_table_rows():
+    table = markdown_table(SPEC)
+    lines = table.splitlines()
+    assert lines[0] == '| parameter | type | default | range | live | description |'
+    assert lines[2] == '| `rate` | double | `30.0` | 1.0 to 100.0 | yes | A rate [Hz]. |'
+    assert lines[3] == '| `count` | int | `3` | 1 to 10 |  | A count. |'
+    assert lines[4] == '| `limits` | double[] | `[1.0, 2.0]` |  |  | Limits [rad]. |'
+    assert lines[6] == '| `unset` | string[] | (unset) |  |  | Left unset. |'
+
+
+def spec_default(spec):
+    """Return a spec's default as its config field stores it (lists as tuples)."""
+    if spec.default is None:
+        return None
+    return tuple(spec.default) if isinstance(spec.default, list) else spec.default
+
+
+@pytest.mark.parametrize('specs, configs', [
+    (EXECUTOR, (ExecutorConfig, NodeSettings)),
+    (HARDWARE, (HardwareConfig,)),
+    (SERVER, (ServerConfig,)),
+], ids=['executor', 'hardware_interface', 'policy_server'])
+def test_every_parameter_is_a_field_of_the_nodes_frozen_config(specs, configs):
+    fields = {f.name: f for config in configs for f in dataclasses.fields(config)}
+    assert set(specs) <= set(fields), sorted(set(specs) - set(fields))
+    assert all(config.__dataclass_params__.frozen for config in configs)
+    if configs[0] is ExecutorConfig:   # its own defaults serve the Python API
+        return
+    for name, spec in specs.items():
+        default = fields[name].default
+        assert default == spec_default(spec) or (spec.default is None and default == ()), name
+
+
+def test_live_fields_are_the_writable_parameters():
+    assert set(HARDWARE_LIVE) == {n for n, s in HARDWARE.items() if not s.read_only}
+    assert set(SERVER_LIVE) == {n for n, s in SERVER.items() if not s.read_only}
+
+
+def test_build_config_turns_a_refusal_into_a_config_error():
+    with pytest.raises(ConfigError, match="parameter 'port' is empty"):
+        build_config(HardwareConfig, {'backend': 'feetech', 'port': ''})
+    assert build_config(ServerConfig, {'deployment': 'x'}).deployment == 'x'

@@ -140,4 +140,3 @@ def test_required_features_are_checked_for_the_executor():
     problems = check_admission(CONTRACT, REQUEST, ['observation.images.wrist'])
     assert problems == ["observation features ['observation.images.wrist'] not served (server: "
                         "['observation.state', 'observation.images.front'])"]
-

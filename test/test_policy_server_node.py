@@ -106,7 +106,8 @@ class Robot:
             action_names=list(caps.action_names), action_rate=caps.action_rate,
             features=[ObservationFeature(name=f.name, shape=f.shape, dtype=f.dtype,
                                          kind=f.kind) for f in caps.features],
-            merge_mode='aligned', hardware_position_hold=True)
+            merge_mode='aligned', hardware_position_hold=True,
+            presence_lease_s=caps.presence_lease_s)
         for name, value in changes.items():
             setattr(request, name, value)
         return self.spinner.call(self.admit_client, request)

@@ -30,6 +30,10 @@ Every other bad value at start-up (wrong type, out of range, unparsable) raises
 :class:`~remote_inference_py.common.node_main.ConfigError` with one line naming the parameter,
 so the node exits with code 2 instead of a traceback. Live changes keep their ranges and
 read-only flags (rclpy checks both) and then reach the node's own on-set callback.
+
+The same table makes each node's frozen config (:func:`build_config`: the config dataclass's
+fields carry the parameters' names, and its own checks run on the declared values) and the
+README's parameter tables (:func:`markdown_table`; ``tools/param_tables.py`` writes them).
 """
 
 from dataclasses import dataclass
@@ -173,3 +177,50 @@ def parameter_value(node, name):
         return []
     return list(value) if isinstance(value, (list, tuple)) or hasattr(value, 'tolist') \
         else value
+
+
+def build_config(factory, values):
+    """
+    Return ``factory(**values)``: a node's frozen, validated config from parameter values.
+
+    The config's own checks (what a range cannot say) raise ValueError or TypeError; that
+    becomes a ConfigError with the same message, so start-up exits with code 2 naming it.
+    """
+    try:
+        return factory(**values)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(str(error)) from None
+
+
+TYPE_LABELS = {
+    T.PARAMETER_BOOL: 'bool', T.PARAMETER_INTEGER: 'int', T.PARAMETER_DOUBLE: 'double',
+    T.PARAMETER_STRING: 'string', T.PARAMETER_BOOL_ARRAY: 'bool[]',
+    T.PARAMETER_INTEGER_ARRAY: 'int[]', T.PARAMETER_DOUBLE_ARRAY: 'double[]',
+    T.PARAMETER_STRING_ARRAY: 'string[]',
+}
+
+
+def _markdown_value(value):
+    """Return a parameter value as a user would type it in a YAML file."""
+    if value is None:
+        return '(unset)'
+    if isinstance(value, bool):
+        return f'`{str(value).lower()}`'
+    if isinstance(value, str):
+        return f'`{value}`' if value else "`''`"
+    if isinstance(value, (list, tuple)):
+        return '`[' + ', '.join(_markdown_value(v).strip('`') for v in value) + ']`'
+    return f'`{value!r}`'
+
+
+def markdown_table(specs):
+    """Return a markdown table of parameter specs: name, type, default, range, live, meaning."""
+    lines = ['| parameter | type | default | range | live | description |',
+             '|---|---|---|---|---|---|']
+    for spec in specs:
+        bounds = f'{spec.low} to {spec.high}' if spec.low is not None else ''
+        text = spec.description.replace('|', '\\|')
+        lines.append(f'| `{spec.name}` | {TYPE_LABELS[spec.type]} | '
+                     f'{_markdown_value(spec.default)} | {bounds} | '
+                     f'{"" if spec.read_only else "yes"} | {text} |')
+    return '\n'.join(lines) + '\n'

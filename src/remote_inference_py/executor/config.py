@@ -12,17 +12,22 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The executor's settings as one frozen, validated dataclass (docs/design.md, sections 3-7).
+"""The executor's settings as frozen, validated dataclasses (docs/design.md, sections 3-8).
 
-The executor node maps its declared ROS parameters one to one onto these fields. Fields in
-`STRUCTURAL_FIELDS` shape the session (they are read-only parameters); every other field is a
-tunable that `ExecutorCore.update_config` applies while running.
+The executor node maps its declared ROS parameters one to one onto the fields of
+:class:`ExecutorConfig` (what the core uses) and :class:`NodeSettings` (what only the node
+uses: admission, output, start). Fields in `STRUCTURAL_FIELDS` shape the session (they are
+read-only parameters); every other field of ExecutorConfig is a tunable that
+`ExecutorCore.update_config` applies while running.
 """
 
 from dataclasses import dataclass, fields
 import math
 
-from remote_inference_py.contract.admission import CHUNK_MERGES
+from remote_inference_py.contract.admission import CHUNK_MERGES, PRESENCE_LEASE_S
+
+OUTPUT_FORMATS = ('joint_state', 'float64_multi_array', 'joint_trajectory')
+"""Message types of ``joint_commands``: JointState, Float64MultiArray, JointTrajectory."""
 
 # Fields that cannot change once the core exists (read-only ROS parameters).
 STRUCTURAL_FIELDS = (
@@ -227,3 +232,45 @@ def _require_range(name, value, low, high, low_open=False):
     if too_low or value > high or not math.isfinite(value):
         low_bracket = '(' if low_open else '['
         raise ValueError(f'{name} must be in {low_bracket}{low}, {high}], got {value!r}')
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """The executor node's own settings (its parameters beyond ExecutorConfig's fields).
+
+    Invalid values raise ValueError naming the parameter. ``expected_features`` empty means
+    any (the parameter's ``[any]``).
+    """
+
+    # Deployment name and action semantics the policy server must declare.
+    deployment: str = 'so101'
+    semantics: str = 'si-radians-v1'
+    # Observation feature names the server must consume; empty: any.
+    expected_features: tuple[str, ...] = ()
+    # Language instruction sent with every request (live).
+    task: str = ''
+    # Message type of joint_commands, one of OUTPUT_FORMATS.
+    output_format: str = 'joint_state'
+    # Refuse to move unless hardware/info declares position hold.
+    require_position_hold: bool = True
+    # Start motion right after admission (otherwise executor/start).
+    autostart: bool = False
+    # Fault when admission cannot finish within this long [s] (live).
+    admission_timeout_s: float = 30.0
+    # The server counts as lost when policy/chunk is silent this long [s]; equal to the server's.
+    presence_lease_s: float = PRESENCE_LEASE_S
+
+    def __post_init__(self):
+        """Normalise expected_features to a tuple (``[any]``: empty) and validate."""
+        features = _as_tuple('expected_features', self.expected_features, str)
+        object.__setattr__(self, 'expected_features', () if features == ('any',) else features)
+        if self.output_format not in OUTPUT_FORMATS:
+            raise ValueError(f"parameter 'output_format' is {self.output_format!r}; "
+                             f'expected one of {", ".join(OUTPUT_FORMATS)}')
+        object.__setattr__(self, 'admission_timeout_s',
+                           _as_float('admission_timeout_s', self.admission_timeout_s))
+        _require_range('admission_timeout_s', self.admission_timeout_s, 0.0, 86400.0,
+                       low_open=True)
+        object.__setattr__(self, 'presence_lease_s',
+                           _as_float('presence_lease_s', self.presence_lease_s))
+        _require_range('presence_lease_s', self.presence_lease_s, 0.0, 3600.0, low_open=True)

@@ -15,8 +15,10 @@
 """
 The executor node: a thin ROS 2 wrapper over :class:`ExecutorCore`.
 
-It maps parameters to an :class:`ExecutorConfig`, messages to core calls and core results to
-messages. All decisions (refill, merge, blend, hold, faults, return) are the core's.
+It maps parameters to an :class:`ExecutorConfig` and :class:`NodeSettings`, messages to core
+calls and core results to messages, and service calls and topic matches to the admission
+handshake (:mod:`.admission`, one step per control tick). All decisions (admission, refill,
+merge, blend, hold, faults, return) are the handshake's and the core's.
 
 Topics (relative names; remap in the launch file):
 
@@ -68,26 +70,27 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from remote_inference_py.common.node_main import ConfigError, run_node
-from remote_inference_py.common.params import declare_parameters, ParamSpec
+from remote_inference_py.common.params import (
+    build_config, declare_parameters, parameter_value, ParamSpec)
 from remote_inference_py.common.ticker import Ticker
-from remote_inference_py.contract.admission import (
-    AdmitRequest, check_admission, PRESENCE_LEASE_S, PROTOCOL_VERSION, ServerContract)
-from remote_inference_py.executor.config import ExecutorConfig
+from remote_inference_py.contract.admission import PRESENCE_LEASE_S
+from remote_inference_py.executor.admission import (
+    Admission, Admitted, AskAdmission, AskCapabilities, Client, Facts, Hardware, Phase, Refused)
+from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.cdr import ActionChunkDecoder, CdrError, JointStateDecoder
 
-OUTPUT_FORMATS = ('joint_state', 'float64_multi_array', 'joint_trajectory')
 SUMMARY_PERIOD_S = 5.0
 STATUS_PERIOD_S = 0.1
-ADMISSION_RETRY_S = 2.0
 TICK_WINDOW = 1000
 
 T = ParameterType
 
-# Config fields first (same names as ExecutorConfig), then node-only settings. Structural
-# fields are read-only; the tunables can be changed live with `ros2 param set`.
+# Config fields first (same names as ExecutorConfig), then node-only settings (same names as
+# NodeSettings). Structural fields are read-only; the tunables can be changed live with
+# `ros2 param set`.
 PARAMETERS = {spec.name: spec for spec in (
     ParamSpec('joint_names', list(SO101_JOINT_NAMES), T.PARAMETER_STRING_ARRAY,
               'Action names in order; every joint vector is matched by name.'),
@@ -159,6 +162,7 @@ PARAMETERS = {spec.name: spec for spec in (
               'topics do not match, within this long [s].', low=0.1, high=3600.0, read_only=False),
 )}
 CONFIG_FIELDS = {f.name for f in dataclasses.fields(ExecutorConfig)} & set(PARAMETERS)
+SETTINGS_FIELDS = {f.name for f in dataclasses.fields(NodeSettings)}
 
 
 class ExecutorNode(Node):
@@ -166,31 +170,21 @@ class ExecutorNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('executor', **kwargs)
-        values = declare_parameters(self, PARAMETERS.values())
+        declare_parameters(self, PARAMETERS.values())
         self.config = self._config_from_parameters({})
-        self.settings = {name: value for name, value in values.items()
-                         if name not in CONFIG_FIELDS}
-        if self.settings['expected_features'] == ['any']:
-            self.settings['expected_features'] = []
-        if self.settings['output_format'] not in OUTPUT_FORMATS:
-            raise ConfigError(f"parameter 'output_format' is "
-                              f"{self.settings['output_format']!r}; "
-                              f'expected one of {", ".join(OUTPUT_FORMATS)}')
+        self.settings = self._settings_from_parameters({})
 
         self.finished = False
         self.exit_code = 0
         self.lock = threading.RLock()
         self.core = ExecutorCore(self.config)
         self.pending_config = None
-        self.hardware = None
+        self.pending_settings = None
+        self.hardware = None   # what hardware/info declares (admission.Hardware)
         self.measured_once = False
-        # discover -> capabilities -> admit -> matching -> admitted | refused
-        self.admission = 'discover'
-        self.admission_future = None
-        self.admission_sent = 0.0
-        self.admission_started = time.monotonic()
-        self.next_admission_log = 0.0
-        self.start_requested = bool(self.settings['autostart'])
+        self.admission = Admission(self._admission_client(), time.monotonic())
+        self.admission_future = None   # the service call whose reply admission waits for
+        self.start_requested = self.settings.autostart
         self.server_seen = False      # the chunk publisher was alive once
         self.server_alive = False
         self.server_last_seen = None  # monotonic time of the last chunk or liveliness change
@@ -213,13 +207,13 @@ class ExecutorNode(Node):
                                  qos.LATCHED, callback_group=io)
         self.chunk_sub = self.create_subscription(
             ActionChunk, 'policy/chunk', self.on_chunk,
-            qos.chunks(self.settings['presence_lease_s']), callback_group=io, raw=True,
+            qos.chunks(self.settings.presence_lease_s), callback_group=io, raw=True,
             event_callbacks=SubscriptionEventCallbacks(liveliness=self.on_server_liveliness))
         self.request_pub = self.create_publisher(InferenceRequest, 'policy/request',
                                                  qos.COMMANDS)
         self.command_pub = self.create_publisher(
             {'joint_state': JointState, 'float64_multi_array': Float64MultiArray,
-             'joint_trajectory': JointTrajectory}[self.settings['output_format']],
+             'joint_trajectory': JointTrajectory}[self.settings.output_format],
             'joint_commands', qos.COMMANDS)
         self.status_pub = self.create_publisher(ExecutorStatus, 'executor/status', qos.LATCHED)
         self.task_pub = self.create_publisher(String, 'executor/task', qos.LATCHED)
@@ -233,7 +227,7 @@ class ExecutorNode(Node):
         self.get_logger().info(
             f'executor up: fps={self.config.fps} x{self.config.interpolation_multiplier}, '
             f'merge={self.config.chunk_merge}, synchronous={self.config.synchronous}, '
-            f'refill_seconds={self.config.refill_seconds}, output={self.settings["output_format"]}'
+            f'refill_seconds={self.config.refill_seconds}, output={self.settings.output_format}'
             f'; waiting for the policy server to admit us')
         self.ticker = Ticker(self.config.tick_period, self.on_tick, self._tick_failed, 'control')
         self.ticker.start()
@@ -246,25 +240,33 @@ class ExecutorNode(Node):
                   for name in CONFIG_FIELDS}
         if list(values['blend_components']) == ['all']:
             values['blend_components'] = []
-        try:
-            return ExecutorConfig(**values)
-        except (ValueError, TypeError) as error:
-            raise ConfigError(str(error)) from None
+        return build_config(ExecutorConfig, values)
+
+    def _settings_from_parameters(self, overrides):
+        """Build the NodeSettings from the current parameters plus overrides by name."""
+        return build_config(NodeSettings, {
+            name: overrides.get(name, parameter_value(self, name)) for name in SETTINGS_FIELDS})
 
     def on_set_parameters(self, params):
         """Validate a live change; the control tick applies it (house style: act after)."""
         overrides = {p.name: p.value for p in params if p.name in CONFIG_FIELDS}
-        if not overrides:
-            return SetParametersResult(successful=True)
+        changes = {p.name: p.value for p in params if p.name in SETTINGS_FIELDS}
+        config = settings = None
         try:
-            config = self._config_from_parameters(overrides)
-            changed = self.config.structural_changes(config)
-            if changed:
-                raise ConfigError(f'read-only while running: {", ".join(changed)}')
+            if overrides:
+                config = self._config_from_parameters(overrides)
+                changed = self.config.structural_changes(config)
+                if changed:
+                    raise ConfigError(f'read-only while running: {", ".join(changed)}')
+            if changes:
+                settings = self._settings_from_parameters(changes)
         except ConfigError as error:
             return SetParametersResult(successful=False, reason=str(error))
         with self.lock:
-            self.pending_config = config
+            if config is not None:
+                self.pending_config = config
+            if settings is not None:
+                self.pending_settings = settings
         for name, value in overrides.items():
             self.get_logger().info(f'parameter {name} set to {value!r}')
         return SetParametersResult(successful=True)
@@ -312,7 +314,7 @@ class ExecutorNode(Node):
 
     def on_hardware_info(self, msg):
         """Remember what the hardware declares; a driver fault stops motion."""
-        self.hardware = msg
+        self.hardware = Hardware.from_message(msg)
         if msg.state == 'fault':
             with self.lock:
                 self.core.on_actuation_failed(f'hardware interface fault: {msg.message}')
@@ -359,7 +361,7 @@ class ExecutorNode(Node):
             self.server_seen = True
             self.server_last_seen = time.monotonic()
             return
-        if self.server_seen and self.admission == 'admitted':
+        if self.server_seen and self.admission.phase is Phase.ADMITTED:
             with self.lock:
                 stopping = self.core.state in (State.STOPPING, State.STOPPED, State.FAULT)
                 self.core.server_lost(time.monotonic())
@@ -381,122 +383,70 @@ class ExecutorNode(Node):
 
     # ---- admission ----------------------------------------------------------------------
 
+    def _admission_client(self):
+        """Return what we ask the policy server for, from the parameters."""
+        cfg, settings = self.config, self.settings
+        return Client(client_name=self.get_fully_qualified_name(),
+                      deployment=settings.deployment, semantics=settings.semantics,
+                      action_names=cfg.joint_names, action_rate=cfg.fps,
+                      merge_mode='synchronous' if cfg.synchronous else cfg.chunk_merge,
+                      expected_features=settings.expected_features,
+                      require_position_hold=settings.require_position_hold,
+                      timeout_s=settings.admission_timeout_s,
+                      presence_lease_s=settings.presence_lease_s)
+
     def _advance_admission(self, now_mono):
-        """Run the admission handshake one step per tick; never block the tick."""
-        if self.admission in ('capabilities', 'admit') and not self.admission_future.done() \
-                and now_mono - self.admission_sent > ADMISSION_RETRY_S:
-            # A request sent right after discovery can be lost (the server's reply writer was
-            # not matched yet): ask again from the start.
-            self.get_logger().warning(f'no answer to {self.admission} after '
-                                      f'{ADMISSION_RETRY_S} s; asking again')
-            self.admission = 'discover'
-        if self.admission == 'discover':
-            waiting_for = self._hardware_not_ready()
-            if waiting_for:
-                if now_mono - self.admission_started > self.settings['admission_timeout_s']:
-                    self._refuse(f'{waiting_for} after {self.settings["admission_timeout_s"]} s')
-                elif now_mono >= self.next_admission_log:
-                    self.next_admission_log = now_mono + 5.0
-                    self.get_logger().info(f'waiting: {waiting_for}')
-            elif self.capabilities_client.service_is_ready():
-                self.admission = 'capabilities'
-                self.admission_sent = now_mono
+        """Run the admission handshake one step per tick (executor/admission.py); never block."""
+        future = self.admission_future
+        facts = Facts(now=now_mono, hardware=self.hardware,
+                      service_ready=self.capabilities_client.service_is_ready(),
+                      reply=future.result() if future is not None and future.done() else None,
+                      request_subscribers=self.request_pub.get_subscription_count(),
+                      chunk_publishers=self.chunk_sub.get_publisher_count())
+        for action in self.admission.step(facts):
+            if isinstance(action, AskCapabilities):
                 self.admission_future = self.capabilities_client.call_async(
                     GetCapabilities.Request())
-            elif now_mono - self.admission_started > self.settings['admission_timeout_s']:
-                self._refuse('no policy server answered policy/get_capabilities within '
-                             f'{self.settings["admission_timeout_s"]} s')
-            elif now_mono >= self.next_admission_log:
-                self.next_admission_log = now_mono + 5.0
-                self.get_logger().info('waiting for the policy server '
-                                       '(policy/get_capabilities)')
-        elif self.admission == 'capabilities' and self.admission_future.done():
-            caps = self.admission_future.result()
-            problems = self._check_capabilities(caps)
-            if problems:
-                self._refuse('; '.join(problems))
-                return
-            self.capabilities = caps
-            self.admission = 'admit'
-            self.admission_sent = now_mono
-            self.admission_future = self.admit_client.call_async(self._admit_request(caps))
-        elif self.admission == 'admit' and self.admission_future.done():
-            response = self.admission_future.result()
-            if not response.success:
-                self._refuse(f'server refused admission: {response.message}')
-                return
-            # The request and chunk topics may match a moment after the services did; a
-            # request published before that is lost, so motion waits for both (bounded).
-            self.admission = 'matching'
-            self.admission_sent = now_mono
-            self.admit_response = response
-        if self.admission == 'matching':
-            if self.request_pub.get_subscription_count() > 0 and \
-                    self.chunk_sub.get_publisher_count() > 0:
-                response = self.admit_response
-                self.admission = 'admitted'
+            elif isinstance(action, AskAdmission):
+                self.admission_future = self.admit_client.call_async(self._admit_message(action))
+            elif isinstance(action, Admitted):
+                self.admission_future = None
+                self.capabilities = action.capabilities
                 with self.lock:
-                    self.core.admit(response.session_id)
+                    self.core.admit(action.session_id)
                 self.get_logger().info(
-                    f'admitted: session={response.session_id} instance={response.instance_id} '
-                    f'deployment={self.settings["deployment"]} '
-                    f'semantics={self.settings["semantics"]} '
-                    f'chunk_length={self.capabilities.chunk_length}; settings: '
-                    f'{self._settings_text()}')
-            elif now_mono - self.admission_sent > self.settings['admission_timeout_s']:
-                self._refuse('the policy server admitted us, but policy/request has no '
-                             'subscriber or policy/chunk no publisher after '
-                             f'{self.settings["admission_timeout_s"]} s')
+                    f'admitted: session={action.session_id} instance={action.instance_id} '
+                    f'deployment={self.settings.deployment} '
+                    f'semantics={self.settings.semantics} '
+                    f'chunk_length={action.chunk_length}; settings: {self._settings_text()}')
+            elif isinstance(action, Refused):   # never move, say why, exit non-zero
+                self.admission_future = None
+                self.get_logger().error(f'admission refused, the arm will not move: '
+                                        f'{action.reason}')
+                with self.lock:
+                    self.core.fault(f'admission refused: {action.reason}', time.monotonic())
+            elif action.level == 'warning':
+                self.get_logger().warning(action.text)
+            else:
+                self.get_logger().info(action.text)
 
-    def _check_capabilities(self, caps):
-        """List every difference between the server's contract and ours (the shared check)."""
-        contract = ServerContract.from_message(caps)
-        return check_admission(contract, AdmitRequest.from_message(self._admit_request(caps)),
-                               self.settings['expected_features'])
-
-    def _admit_request(self, caps):
-        """Build the Admit request from our settings."""
-        cfg = self.config
-        request = Admit.Request()
-        request.protocol_version = PROTOCOL_VERSION
-        request.client_name = self.get_fully_qualified_name()
-        request.deployment = self.settings['deployment']
-        request.semantics = self.settings['semantics']
-        request.action_names = list(cfg.joint_names)
-        request.action_rate = cfg.fps
-        request.features = [ObservationFeature(
+    def _admit_message(self, ask):
+        """Build the Admit request message; we offer the features the server consumes."""
+        request = ask.request
+        msg = Admit.Request()
+        msg.protocol_version = request.protocol_version
+        msg.client_name = request.client_name
+        msg.deployment = request.deployment
+        msg.semantics = request.semantics
+        msg.action_names = list(request.action_names)
+        msg.action_rate = request.action_rate
+        msg.features = [ObservationFeature(
             name=f.name, shape=f.shape, dtype=f.dtype, kind=f.kind, names=f.names,
-            semantics=f.semantics, topic=f.topic) for f in caps.features]
-        request.merge_mode = 'synchronous' if cfg.synchronous else cfg.chunk_merge
-        request.hardware_position_hold = bool(self.hardware and self.hardware.position_hold)
-        request.presence_lease_s = float(self.settings['presence_lease_s'])
-        return request
-
-    def _refuse(self, reason):
-        """Admission failed: never move, say why, exit non-zero."""
-        self.admission = 'refused'
-        self.get_logger().error(f'admission refused, the arm will not move: {reason}')
-        with self.lock:
-            self.core.fault(f'admission refused: {reason}', time.monotonic())
-
-    def _hardware_not_ready(self):
-        """Return what the hardware still lacks before admission, or an empty string."""
-        if not self.settings['require_position_hold']:
-            return ''
-        if self.hardware is None:
-            return 'no hardware/info received yet (position hold unknown)'
-        if not self.hardware.position_hold:
-            return (f'hardware {self.hardware.backend!r} does not declare position hold '
-                    f'(state {self.hardware.state!r}); refusing to move')
-        return ''
-
-    def _ready_to_start(self):
-        """Return why motion cannot start yet, or an empty string when it can."""
-        if self.admission != 'admitted':
-            return 'not admitted by a policy server yet'
-        if not self.measured_once:
-            return 'no joint_states received yet'
-        return self._hardware_not_ready()
+            semantics=f.semantics, topic=f.topic) for f in ask.capabilities.features]
+        msg.merge_mode = request.merge_mode
+        msg.hardware_position_hold = request.hardware_position_hold
+        msg.presence_lease_s = request.presence_lease_s
+        return msg
 
     # ---- control tick -------------------------------------------------------------------
 
@@ -506,7 +456,11 @@ class ExecutorNode(Node):
         if self.last_tick_time is not None:
             self.tick_periods.append(now - self.last_tick_time)
         self.last_tick_time = now
-        if self.admission not in ('admitted', 'refused'):
+        if self.pending_settings is not None:
+            with self.lock:
+                self.settings, self.pending_settings = self.pending_settings, None
+            self.admission.update(self._admission_client())
+        if not self.admission.done:
             self._advance_admission(now)
         with self.lock:
             if self.pending_config is not None:
@@ -514,7 +468,7 @@ class ExecutorNode(Node):
                 self.config = self.pending_config
                 self.pending_config = None
             if self.start_requested and self.core.state == State.READY:
-                why = self._ready_to_start()
+                why = self.admission.not_ready_to_start(self.measured_once, self.hardware)
                 if not why:
                     self.core.start(now)
                     self.start_requested = False
@@ -552,7 +506,7 @@ class ExecutorNode(Node):
         msg.request_id = order.request_id
         msg.earliest_capture_stamp = self._to_ros_time(order.earliest_capture_time,
                                                        now).to_msg()
-        msg.task = self.get_parameter('task').value
+        msg.task = self.settings.task
         self.request_pub.publish(msg)
         if self.task_published != msg.task:
             self.task_published = msg.task
@@ -564,7 +518,7 @@ class ExecutorNode(Node):
         names = list(self.config.joint_names)
         values = [float(v) for v in command]
         stamp = self.get_clock().now().to_msg()
-        fmt = self.settings['output_format']
+        fmt = self.settings.output_format
         if fmt == 'joint_state':
             msg = JointState(name=names, position=values)
             msg.header.stamp = stamp
@@ -581,10 +535,10 @@ class ExecutorNode(Node):
 
     def on_start(self, request, response):
         """Start motion once admitted, measured and (if required) position hold declared."""
-        why = self._ready_to_start()
+        why = self.admission.not_ready_to_start(self.measured_once, self.hardware)
         if self.core.state == State.RUNNING:
             response.success, response.message = True, 'already running'
-        elif self.core.state != State.READY and self.admission == 'admitted':
+        elif self.core.state != State.READY and self.admission.phase is Phase.ADMITTED:
             response.success = False
             response.message = f'cannot start in state {self.core.state.name}'
         else:
@@ -635,7 +589,7 @@ class ExecutorNode(Node):
                                'lost' if self.server_seen else 'unknown')
         last_seen = self.server_last_seen
         msg.server_last_seen_s = -1.0 if last_seen is None else time.monotonic() - last_seen
-        msg.presence_lease_s = float(self.settings['presence_lease_s'])
+        msg.presence_lease_s = float(self.settings.presence_lease_s)
         msg.buffered_playback_s = stats.buffered_playback_s
         msg.refill_s = stats.refill_s
         msg.effective_refill_s = stats.effective_refill_s

@@ -15,8 +15,9 @@
 """
 The hardware room: drives the arm and reports what it measured and applied.
 
-Pure: :mod:`.backend` (the backend interface), :mod:`.feetech` (the servo bus driver over the
-Feetech SDK) and :mod:`.feetech_backend`, :mod:`.sim` (the MuJoCo SO-101 and its cameras) and
-:mod:`.sim_backend`, :mod:`.commands` (limits, watchdog), :mod:`.runner` (the servo loop).
+Pure: :mod:`.config` (frozen settings), :mod:`.backend` (the backend interface),
+:mod:`.feetech` (the servo bus driver over the Feetech SDK) and :mod:`.feetech_backend`,
+:mod:`.sim` (the MuJoCo SO-101 and its cameras) and :mod:`.sim_backend`, :mod:`.commands`
+(limits, watchdog), :mod:`.runner` (the servo loop).
 ROS: :mod:`.node`.
 """

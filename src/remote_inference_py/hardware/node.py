@@ -79,6 +79,7 @@ publishes images. Torque services and lifecycle transitions do their (short) bus
 service callback, serialized with the worker by the bus lock.
 """
 
+import dataclasses
 import logging
 import threading
 import time
@@ -95,26 +96,24 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from remote_inference_py.common.node_main import ConfigError, run_node
-from remote_inference_py.common.params import declare_parameters, ParamSpec
+from remote_inference_py.common.params import build_config, declare_parameters, ParamSpec
 from remote_inference_py.hardware.backend import (
-    BackendError, BackendFault, BackendOpenError, BACKENDS, check_limits, limits_source)
+    BackendError, BackendFault, BackendOpenError, check_limits, limits_source)
 from remote_inference_py.hardware.commands import CommandLimits, CommandRejected
-from remote_inference_py.hardware.runner import (
-    HardwareRunner, RunnerSettings, RunnerSink, Throttle)
-from remote_inference_py.hardware.sim import SimConfig
+from remote_inference_py.hardware.config import HardwareConfig, LIVE_FIELDS
+from remote_inference_py.hardware.runner import HardwareRunner, RunnerSink, Throttle
 from remote_inference_py.robot.calibration import CalibrationError
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.cdr import JointStateEncoder
 from remote_inference_py.transport.shared_images import ImagePublisher
 
-COMMAND_FORMATS = ('joint_state', 'float64_multi_array')
 SUMMARY_PERIOD_S = 5.0
 CUBE_POSE_RATE_HZ = 10.0
 T = ParameterType
 
-# Read-only unless marked otherwise; the live ones can be changed with `ros2 param set`.
-# A default of None: a list left unset (the backend's own value).
+# Same names as HardwareConfig's fields. Read-only unless marked otherwise; the live ones can
+# be changed with `ros2 param set`. A default of None: a list left unset (the backend's own).
 PARAMETERS = {spec.name: spec for spec in (
     ParamSpec('backend', 'feetech', T.PARAMETER_STRING,
               'What to drive: feetech (Feetech STS servo bus) or sim (MuJoCo SO-101).'),
@@ -240,16 +239,13 @@ class HardwareInterfaceNode(LifecycleNode):
 
     def __init__(self, **kwargs):
         super().__init__('hardware_interface', **kwargs)
-        self.settings = declare_parameters(self, PARAMETERS.values())
-        for name in ('joint_lower_limits', 'joint_upper_limits', 'sim_initial_positions'):
-            self.settings[name] = self.settings[name] or None   # unset: the backend's own
-        self._validate_settings()
+        self.config = build_config(HardwareConfig, declare_parameters(self, PARAMETERS.values()))
 
         self.finished = False
         self.exit_code = 0
         self.lock = threading.RLock()
         self.runner = None
-        self.backend_name = self.settings['backend']
+        self.backend_name = self.config.backend
         self.stop_reason = None
         self.last_error = ''
         self.last_info = None
@@ -265,19 +261,19 @@ class HardwareInterfaceNode(LifecycleNode):
         self.joint_state_pub = self.create_publisher(JointState, 'joint_states',
                                                      qos.JOINT_STATES)
         self.applied_pub = self.create_publisher(JointState, 'applied_command', qos.COMMANDS)
-        self.joint_encoder = JointStateEncoder(self.settings['joint_names'])
+        self.joint_encoder = JointStateEncoder(self.config.joint_names)
         self.info_pub = self.create_publisher(HardwareInfo, 'hardware/info', qos.LATCHED)
         self.image_pubs = {}
         self.cube_pub = None
         if self.backend_name == 'sim':
-            if self.settings['sim_render']:
+            if self.config.sim_render:
                 self.image_pubs = {
                     camera: ImagePublisher(self, f'cameras/{camera}/image_raw', qos.IMAGES,
-                                           self.settings['share_images'], camera)
-                    for camera in self.settings['sim_cameras']}
+                                           self.config.share_images, camera)
+                    for camera in self.config.sim_cameras}
             self.cube_pub = self.create_publisher(PoseStamped, 'sim/cube_pose',
                                                   qos.JOINT_STATES)
-        if self.settings['command_format'] == 'joint_state':
+        if self.config.command_format == 'joint_state':
             self.create_subscription(JointState, 'joint_commands', self.on_joint_command,
                                      qos.COMMANDS)
         else:
@@ -289,105 +285,56 @@ class HardwareInterfaceNode(LifecycleNode):
         self.add_post_set_parameters_callback(self.after_set_parameters)
         self.create_timer(SUMMARY_PERIOD_S, self.log_summary)
         self.autostart_timer = None
-        if self.settings['autostart']:
+        if self.config.autostart:
             self.autostart_timer = self.create_timer(0.01, self.autostart)
         self.publish_info()
         self.get_logger().info(
             f'hardware interface up: backend={self.backend_name}'
-            f'{" port=" + self.settings["port"] if self.backend_name == "feetech" else ""}, '
-            f'joints={list(self.settings["joint_names"])}, '
-            f'publish_rate_hz={self.settings["publish_rate_hz"]}, '
-            f'command_format={self.settings["command_format"]}, '
-            f'autostart={self.settings["autostart"]}')
+            f'{" port=" + self.config.port if self.backend_name == "feetech" else ""}, '
+            f'joints={list(self.config.joint_names)}, '
+            f'publish_rate_hz={self.config.publish_rate_hz}, '
+            f'command_format={self.config.command_format}, '
+            f'autostart={self.config.autostart}')
 
     # ---- parameters ---------------------------------------------------------------------
 
-    def _validate_settings(self):
-        """Check what parameter ranges cannot; raise ConfigError naming the parameter."""
-        s = self.settings
-        if s['backend'] not in BACKENDS:
-            raise ConfigError(f"parameter 'backend' is {s['backend']!r}; expected one of "
-                              f'{", ".join(BACKENDS)}')
-        if s['backend'] == 'feetech' and not s['port']:
-            raise ConfigError("parameter 'port' is empty: the feetech backend needs the serial "
-                              'port of the servo bus, e.g. port:=/dev/ttyACM0 (or use '
-                              'backend:=sim)')
-        if s['command_format'] not in COMMAND_FORMATS:
-            raise ConfigError(f"parameter 'command_format' is {s['command_format']!r}; "
-                              f'expected one of {", ".join(COMMAND_FORMATS)}')
-        names = list(s['joint_names'])
-        if not names or len(set(names)) != len(names) or not all(names):
-            raise ConfigError(f"parameter 'joint_names' = {names} must name distinct joints")
-        if s['backend'] == 'feetech' and len(s['motor_ids']) != len(names):
-            raise ConfigError(f"parameter 'motor_ids' has {len(s['motor_ids'])} ids for "
-                              f'{len(names)} joints ({", ".join(names)})')
-        for name in ('joint_lower_limits', 'joint_upper_limits', 'sim_initial_positions'):
-            if s[name] is not None and len(s[name]) != len(names):
-                raise ConfigError(f'parameter {name!r} has {len(s[name])} values for '
-                                  f'{len(names)} joints ({", ".join(names)})')
-        if (s['joint_lower_limits'] is None) != (s['joint_upper_limits'] is None):
-            raise ConfigError("parameters 'joint_lower_limits' and 'joint_upper_limits' must "
-                              'be set together')
-        try:
-            self._runner_settings(s)
-            if s['backend'] == 'sim':
-                self._sim_config()
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
-
-    def _runner_settings(self, s):
-        return RunnerSettings(
-            publish_rate_hz=s['publish_rate_hz'], command_timeout_s=s['command_timeout_s'],
-            shutdown_grace_s=s['shutdown_grace_s'],
-            disable_torque_on_shutdown=s['disable_torque_on_shutdown'],
-            disable_torque_on_fault=s['disable_torque_on_fault'])
-
-    def _sim_config(self):
-        s = self.settings
-        return SimConfig(
-            joint_names=tuple(s['joint_names']),
-            initial_positions=(None if s['sim_initial_positions'] is None
-                               else tuple(s['sim_initial_positions'])),
-            render=s['sim_render'] and bool(s['sim_cameras']),
-            cameras=tuple(s['sim_cameras']),
-            width=s['sim_image_width'], height=s['sim_image_height'],
-            camera_rate_hz=s['sim_camera_rate_hz'], cube_seed=s['sim_cube_seed'],
-            real_time_factor=s['sim_real_time_factor'],
-            simplify_meshes=s['sim_simplify_meshes'])
-
-    def _limits(self, backend, settings):
+    def _limits(self, backend, config):
         """Return the command limits from the parameters and the backend's range."""
-        names = tuple(settings['joint_names'])
-        if settings['joint_lower_limits'] is None:
+        names = config.joint_names
+        if config.joint_lower_limits is None:
             lower, upper = backend.lower, backend.upper
         else:
-            lower, upper = check_limits(names, settings['joint_lower_limits'],
-                                        settings['joint_upper_limits'], backend.lower,
+            lower, upper = check_limits(names, config.joint_lower_limits,
+                                        config.joint_upper_limits, backend.lower,
                                         backend.upper, limits_source(backend))
         return CommandLimits(joint_names=names, lower=tuple(lower), upper=tuple(upper),
-                             max_relative_target=settings['max_relative_target'],
-                             limit_tolerance=settings['limit_tolerance_rad'])
+                             max_relative_target=config.max_relative_target,
+                             limit_tolerance=config.limit_tolerance_rad)
 
     def on_set_parameters(self, params):
-        """Accept live changes of the tunables (ranges are checked by their descriptors)."""
+        """Check live changes of the tunables (ranges are checked by their descriptors)."""
         for param in params:
-            if PARAMETERS[param.name].read_only:
+            if param.name not in LIVE_FIELDS:
                 return SetParametersResult(successful=False,
                                            reason=f'parameter {param.name!r} is read-only')
+        try:
+            dataclasses.replace(self.config, **{p.name: p.value for p in params})
+        except ValueError as error:
+            return SetParametersResult(successful=False, reason=str(error))
         return SetParametersResult(successful=True)
 
     def after_set_parameters(self, params):
         """Hand the new tunables to the runner; they apply from the next command."""
+        self.config = dataclasses.replace(self.config, **{p.name: p.value for p in params})
         for param in params:
-            self.settings[param.name] = param.value
             self.get_logger().info(f'parameter {param.name} set to {param.value!r}')
         runner = self.runner
         if runner is not None:
             limits = runner.limits
-            runner.update(self._runner_settings(self.settings), CommandLimits(
+            runner.update(self.config.runner_settings(), CommandLimits(
                 joint_names=limits.joint_names, lower=limits.lower, upper=limits.upper,
-                max_relative_target=self.settings['max_relative_target'],
-                limit_tolerance=self.settings['limit_tolerance_rad']))
+                max_relative_target=self.config.max_relative_target,
+                limit_tolerance=self.config.limit_tolerance_rad))
 
     # ---- lifecycle ----------------------------------------------------------------------
 
@@ -420,19 +367,19 @@ class HardwareInterfaceNode(LifecycleNode):
             return self._transition_failed('configure', error)
         try:
             backend.open()
-            limits = self._limits(backend, self.settings)
+            limits = self._limits(backend, self.config)
         except (BackendOpenError, ValueError) as error:
-            backend.close(self.settings['disable_torque_on_shutdown'])
+            backend.close(self.config.disable_torque_on_shutdown)
             return self._transition_failed('configure', error)
         except Exception as error:  # noqa: B902 - an unexpected failure must not leave it open
-            backend.close(self.settings['disable_torque_on_shutdown'])
+            backend.close(self.config.disable_torque_on_shutdown)
             return self._transition_failed(
                 'configure', f'{type(error).__name__}: {error}')
         for note in backend.notes:
             self.get_logger().info(note)
         for warning in backend.warnings:
             self.get_logger().warning(warning)
-        runner = HardwareRunner(backend, limits, self._runner_settings(self.settings),
+        runner = HardwareRunner(backend, limits, self.config.runner_settings(),
                                 _Sink(self), self.get_logger())
         with self.lock:
             self.runner = runner
@@ -446,21 +393,20 @@ class HardwareInterfaceNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _make_backend(self):
-        s = self.settings
-        names = tuple(s['joint_names'])
-        if s['backend'] == 'sim':
+        s = self.config
+        if s.backend == 'sim':
             from remote_inference_py.hardware.sim_backend import SimBackend
-            return SimBackend(self._sim_config(), on_frame=self.publish_image,
+            return SimBackend(s.sim_config(), on_frame=self.publish_image,
                               on_cube_pose=self.publish_cube_pose,
                               cube_pose_rate_hz=CUBE_POSE_RATE_HZ)
         # Only this backend needs the servo SDK (and a serial port).
         from remote_inference_py.hardware.feetech_backend import (
             FeetechBackend, FeetechSettings, load_calibration)
         feetech = FeetechSettings(
-            port=s['port'], joint_names=names, motor_ids=tuple(s['motor_ids']),
-            calibration_file=s['calibration_file'], baudrate=s['baudrate'],
-            retries=s['bus_retries'], max_consecutive_failures=s['max_consecutive_failures'],
-            latency_timer_ms=s['latency_timer_ms'], configure_servos=s['configure_servos'])
+            port=s.port, joint_names=s.joint_names, motor_ids=s.motor_ids,
+            calibration_file=s.calibration_file, baudrate=s.baudrate,
+            retries=s.bus_retries, max_consecutive_failures=s.max_consecutive_failures,
+            latency_timer_ms=s.latency_timer_ms, configure_servos=s.configure_servos)
         return FeetechBackend(feetech, load_calibration(feetech))
 
     def _transition_failed(self, what, error):
@@ -513,7 +459,7 @@ class HardwareInterfaceNode(LifecycleNode):
         if runner is None:
             return ''
         try:
-            return runner.close(self.settings['disable_torque_on_shutdown'])
+            return runner.close(self.config.disable_torque_on_shutdown)
         finally:
             for publisher in self.image_pubs.values():   # the camera thread has stopped
                 publisher.close()
@@ -620,7 +566,7 @@ class HardwareInterfaceNode(LifecycleNode):
         """Publish hardware/info when anything in it changed."""
         runner = self.runner
         info = HardwareInfo(backend=self.backend_name,
-                            joint_names=list(self.settings['joint_names']))
+                            joint_names=list(self.config.joint_names))
         if runner is not None:
             limits = runner.limits
             info.lower_limits = [float(v) for v in limits.lower]

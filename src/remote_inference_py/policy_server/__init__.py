@@ -17,7 +17,8 @@ The policy server room: turns observations into chunks of actions with a policy.
 
 Pure: :mod:`.manifest` (what a model declares), :mod:`.observation` and :mod:`.images` (inputs
 from messages), :mod:`.runtimes` (the runtime interface and warm-up), :mod:`.loading` (which
-runtime serves a checkpoint), :mod:`.demo_policy`, :mod:`.torch_runtime` and
+runtime serves a checkpoint, and the whole start-up), :mod:`.config` (frozen settings),
+:mod:`.topics` (which topic feeds each feature), :mod:`.demo_policy`, :mod:`.torch_runtime` and
 :mod:`.lerobot_runtime` (the runtimes), :mod:`.export` (checkpoints to ``.pt2``),
 :mod:`.sessions` (admitted clients), :mod:`.timings`, :mod:`.core` (requests in, chunks out).
 ROS: :mod:`.node`.

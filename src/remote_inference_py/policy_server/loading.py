@@ -28,15 +28,29 @@ Which runtime serves a checkpoint, and loading it: the runtime registry (no ROS)
 ``config.json`` (or a Hugging Face repo id) -> lerobot. Each runtime module is imported only
 when chosen, so torch is imported only by the runtimes that need it and a demo server starts
 in well under a second.
+
+:func:`load_policy` is the server's whole start-up before ROS entities exist: calibration,
+runtime, torch threads, warm-up (:func:`~.runtimes.warm_up`), the core, the feature topics and
+the decision to serve inline. The node calls it once from its constructor and logs the lines
+it produces; a ValueError (RuntimeLoadError included) names what is wrong, and the node exits
+with code 2.
 """
 
+import dataclasses
 import importlib
 import pathlib
 import re
+import sys
+import time
+from typing import Callable, Dict, Optional
 
+from remote_inference_py.policy_server.config import ServerConfig
+from remote_inference_py.policy_server.core import PolicyServerCore
 from remote_inference_py.policy_server.manifest import ManifestError, PolicySpec
 from remote_inference_py.policy_server.runtimes import (
-    check_device_name, PolicyRuntime, RuntimeLoadError, RuntimeOptions)
+    check_device_name, PolicyRuntime, RuntimeLoadError, RuntimeOptions, warm_up, WarmupReport)
+from remote_inference_py.policy_server.topics import resolve_topics
+from remote_inference_py.robot.calibration import Calibration
 
 POLICY_TYPES = ('auto', 'demo', 'torchscript', 'torch_export', 'lerobot', 'python')
 TORCHSCRIPT_SUFFIXES = ('.pt', '.ts', '.jit', '.torchscript')
@@ -118,3 +132,81 @@ def _load_python(options: RuntimeOptions) -> PolicyRuntime:
         raise RuntimeLoadError(f'python policy {target!r} returned {type(runtime).__name__}, '
                                'not a PolicyRuntime')
     return runtime
+
+
+@dataclasses.dataclass
+class LoadedPolicy:
+    """What start-up made: the runtime, the core bound to it, and how requests are served."""
+
+    runtime: PolicyRuntime
+    core: PolicyServerCore
+    topics: Dict[str, str]           # non-state feature -> topic (relative to each robot)
+    report: WarmupReport
+    load_s: float
+    inline: bool                     # serve in the callback that makes a request ready
+
+    def loaded_text(self) -> str:
+        """Return the log line that describes the loaded policy."""
+        spec, runtime, core = self.runtime.spec, self.runtime, self.core
+        return (f'policy {spec.policy or runtime.kind!r} from {runtime.source} on '
+                f'{runtime.device} loaded in {self.load_s:.2f} s: semantics={spec.semantics} '
+                f'fps={spec.fps} chunk_length={core.chunk_length}/{spec.chunk_length} '
+                f'actions={list(spec.action_joints)} features='
+                f'{[f"{f.name} {list(f.shape)} {f.dtype} {f.kind}" for f in spec.features]} '
+                f'max_batch={core.batch_limit}')
+
+    def warm_up_text(self) -> str:
+        """Return the log line that reports the warm-up and where requests are served."""
+        report = self.report
+        return (f'warm-up: {report.iterations} forward passes (batch sizes '
+                f'{list(report.batch_sizes)}) in {report.total_s:.3f} s, last '
+                f'{report.last_ms:.2f} ms; requests are served '
+                f'{"inline when ready" if self.inline else "by the inference thread"}')
+
+
+def load_calibration(path: str) -> Optional[Calibration]:
+    """Load the ``calibration_file`` parameter (empty: None); ValueError names the file."""
+    if not path:
+        return None
+    try:
+        return Calibration.load(path)
+    except (OSError, ValueError) as error:
+        raise ValueError(f'calibration_file {path!r}: {error}') from None
+
+
+def load_policy(config: ServerConfig, log: Callable[[str], None] = lambda text: None,
+                sleep: Optional[Callable[[float], object]] = None) -> LoadedPolicy:
+    """
+    Load, validate and warm up the policy ``config`` describes; bind the core to it.
+
+    ``log`` receives the start-up lines (loading, loaded, warm-up) as they happen; ``sleep``
+    is the core's wait (the node passes its stop event's ``wait`` so a stop ends it). Raise
+    ValueError (RuntimeLoadError for the model) naming what is wrong; a runtime that was
+    loaded is closed again then.
+    """
+    calibration = load_calibration(config.calibration_file)
+    options = config.runtime_options(calibration)
+    log(f'loading the policy (policy_type={options.policy_type}, '
+        f'checkpoint={options.checkpoint or "none"}, device={options.device})')
+    started = time.perf_counter()
+    runtime = load_runtime(options)
+    try:
+        load_s = time.perf_counter() - started
+        if config.cpu_threads > 0 and 'torch' in sys.modules:
+            sys.modules['torch'].set_num_threads(config.cpu_threads)
+        report = warm_up(runtime, config.warmup_iterations, config.max_batch_size)
+        settings = config.server_settings()
+        core = PolicyServerCore(settings, runtime, calibration, sleep=sleep)
+        topics = resolve_topics(runtime.spec, config.topic_overrides())
+        core.warm_preprocessing()
+    except BaseException:
+        runtime.close()
+        raise
+    # Serve in the callback (one thread hand-off less) only when it cannot hold up the node:
+    # a fast model, and one robot (nothing to batch).
+    inline = len(settings.robots) == 1 and report.last_ms <= config.inline_serve_max_ms
+    loaded = LoadedPolicy(runtime=runtime, core=core, topics=topics, report=report,
+                          load_s=load_s, inline=inline)
+    log(loaded.loaded_text())
+    log(loaded.warm_up_text())
+    return loaded

@@ -15,10 +15,10 @@
 """
 The policy server node: a thin ROS 2 wrapper over :class:`PolicyServerCore`.
 
-Start-up loads the policy once (:mod:`.runtimes`), validates its declarations against the
-model and warms it up, then creates its topics and services and logs
-``Policy server ready: deployment=<name> instance=<id>; awaiting one client``. A missing
-checkpoint or manifest, a model whose outputs do not match its action names, an unknown
+Start-up loads the policy once, validates its declarations against the model and warms it up
+(:func:`.loading.load_policy`, before any topic exists), then creates its topics and services
+and logs ``Policy server ready: deployment=<name> instance=<id>; awaiting one client``. A
+missing checkpoint or manifest, a model whose outputs do not match its action names, an unknown
 semantics or an unavailable device stops start-up with a message naming it (exit code 2).
 
 Per robot namespace ``<ns>`` in ``robot_namespaces`` (``''``: the node's own namespace):
@@ -65,7 +65,6 @@ system; keep it 0 in production.
 """
 
 import dataclasses
-import sys
 import threading
 import time
 import uuid
@@ -83,15 +82,14 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
 from remote_inference_py.common.node_main import ConfigError, run_node
-from remote_inference_py.common.params import declare_parameters, ParamSpec
+from remote_inference_py.common.params import build_config, declare_parameters, ParamSpec
 from remote_inference_py.contract.admission import (
     AdmitRequest, PRESENCE_LEASE_S, PROTOCOL_VERSION)
-from remote_inference_py.policy_server.core import (
-    Answer, PolicyServerCore, Request, ServerSettings)
+from remote_inference_py.policy_server.config import LIVE_FIELDS, ServerConfig
+from remote_inference_py.policy_server.core import Answer, Request
 from remote_inference_py.policy_server.images import CompressedImage, InputError, RawImage
-from remote_inference_py.policy_server.loading import load_runtime
-from remote_inference_py.policy_server.runtimes import RuntimeLoadError, RuntimeOptions, warm_up
-from remote_inference_py.robot.calibration import Calibration
+from remote_inference_py.policy_server.loading import load_policy
+from remote_inference_py.policy_server.topics import topic_name
 from remote_inference_py.transport import cdr, image_cdr, qos
 from remote_inference_py.transport.shared_images import ImageInput
 
@@ -101,7 +99,8 @@ ERROR_LOG_PERIOD_S = 5.0
 COMPRESSED_SUFFIX = '/compressed'
 T = ParameterType
 
-# Read-only unless marked otherwise. A default of None: a list left unset.
+# Same names as ServerConfig's fields. Read-only unless marked otherwise. A default of None:
+# a list left unset.
 PARAMETERS = {spec.name: spec for spec in (
     ParamSpec('deployment', 'so101', T.PARAMETER_STRING,
               'Name of this deployment; clients must ask for the same.'),
@@ -171,32 +170,6 @@ PARAMETERS = {spec.name: spec for spec in (
 )}
 
 
-def topic_name(namespace, name):
-    """Join a robot namespace and a relative topic name (absolute names stay as they are)."""
-    if name.startswith('/') or not namespace:
-        return name
-    return f'{namespace.rstrip("/")}/{name}'
-
-
-def parse_feature_topics(entries):
-    """Parse ``feature=topic`` strings into a dict; ValueError names a malformed entry."""
-    topics = {}
-    for entry in entries:
-        feature, sep, topic = entry.partition('=')
-        if not sep or not feature.strip() or not topic.strip():
-            raise ValueError(f"feature_topics entry {entry!r} is not 'feature=topic'")
-        topics[feature.strip()] = topic.strip()
-    return topics
-
-
-def default_topic(feature):
-    """Return the default topic of a feature, or '' when it has none."""
-    prefix = 'observation.images.'
-    if feature.is_image and feature.name.startswith(prefix):
-        return f'cameras/{feature.name[len(prefix):]}/image_raw'
-    return ''
-
-
 def stamp_ns(stamp):
     """Convert a builtin_interfaces/Time to integer nanoseconds."""
     return stamp.sec * 1_000_000_000 + stamp.nanosec
@@ -225,61 +198,16 @@ class PolicyServerNode(Node):
         self.chunk_encoders = {}   # per robot: its session's chunk layout
         self.image_inputs = []
 
-        calibration = self._calibration(params['calibration_file'])
-        options = RuntimeOptions(
-            policy_type=params['policy_type'], checkpoint=params['checkpoint'],
-            manifest=params['manifest'], device=params['device'],
-            semantics=params['semantics'], fps=params['fps'], calibration=calibration,
-            demo_cameras=tuple(params['demo_cameras']),
-            demo_image_size=tuple(params['demo_image_size']))
-        if len(options.demo_image_size) != 2 or min(options.demo_image_size) < 1:
-            raise ConfigError(f"parameter 'demo_image_size' must be [height, width], got "
-                              f'{list(options.demo_image_size)}')
+        self.config = build_config(ServerConfig, params)
         try:
-            topics = parse_feature_topics(params['feature_topics'])
-            settings = ServerSettings(
-                deployment=params['deployment'], robots=tuple(params['robot_namespaces']),
-                max_clients=params['max_clients'], idle_timeout_s=params['idle_timeout_s'],
-                observation_wait_s=params['observation_wait_s'],
-                observation_history=params['observation_history'],
-                max_batch_size=params['max_batch_size'], chunk_length=params['chunk_length'],
-                rotate_180=tuple(params['rotate_180']),
-                extra_latency_s=params['extra_latency_s'],
-                presence_lease_s=params['presence_lease_s'])
-            self.get_logger().info(f'loading the policy (policy_type={options.policy_type}, '
-                                   f'checkpoint={options.checkpoint or "none"}, '
-                                   f'device={options.device})')
-            started = time.perf_counter()
-            self.runtime = load_runtime(options)
-            loaded_s = time.perf_counter() - started
-            if params['cpu_threads'] > 0 and 'torch' in sys.modules:
-                sys.modules['torch'].set_num_threads(params['cpu_threads'])
-            report = warm_up(self.runtime, params['warmup_iterations'],
-                             params['max_batch_size'])
-            self.core = PolicyServerCore(settings, self.runtime, calibration,
-                                         sleep=self._stop_event.wait)
-            self.topics = self._resolve_topics(topics)
-            self.core.warm_preprocessing()
-        except (RuntimeLoadError, ValueError) as error:
+            loaded = load_policy(self.config, log=self.get_logger().info,
+                                 sleep=self._stop_event.wait)
+        except ValueError as error:   # RuntimeLoadError included
             raise ConfigError(str(error)) from None
-        spec = self.runtime.spec
-        # Serve in the callback (one thread hand-off less) only when it cannot hold up the
-        # node: a fast model, and one robot (nothing to batch).
-        self.inline = (len(settings.robots) == 1
-                       and report.last_ms <= params['inline_serve_max_ms'])
+        self.runtime, self.core, self.topics = loaded.runtime, loaded.core, loaded.topics
+        self.inline = loaded.inline
         self.core.wake_worker_on_samples = not self.inline
-        self.get_logger().info(
-            f'policy {spec.policy or self.runtime.kind!r} from {self.runtime.source} on '
-            f'{self.runtime.device} loaded in {loaded_s:.2f} s: semantics={spec.semantics} '
-            f'fps={spec.fps} chunk_length={self.core.chunk_length}/{spec.chunk_length} '
-            f'actions={list(spec.action_joints)} features='
-            f'{[f"{f.name} {list(f.shape)} {f.dtype} {f.kind}" for f in spec.features]} '
-            f'max_batch={self.core.batch_limit}')
-        self.get_logger().info(
-            f'warm-up: {report.iterations} forward passes (batch sizes '
-            f'{list(report.batch_sizes)}) in {report.total_s:.3f} s, last {report.last_ms:.2f} '
-            f'ms; requests are served '
-            f'{"inline when ready" if self.inline else "by the inference thread"}')
+        settings = self.core.settings
 
         for robot in settings.robots:
             self._create_robot_entities(robot)
@@ -298,31 +226,6 @@ class PolicyServerNode(Node):
                                f'instance={self.instance_id}; awaiting {clients}')
 
     # ---- set-up -------------------------------------------------------------------------
-
-    def _calibration(self, path):
-        if not path:
-            return None
-        try:
-            return Calibration.load(path)
-        except (OSError, ValueError) as error:
-            raise ConfigError(f'calibration_file {path!r}: {error}') from None
-
-    def _resolve_topics(self, overrides):
-        """Map each non-state feature to its topic; ValueError names what is missing."""
-        spec = self.runtime.spec
-        inputs = {f.name: f for f in spec.features if f.kind != 'state'}
-        unknown = sorted(set(overrides) - set(inputs))
-        if unknown:
-            raise ValueError(f'feature_topics names {unknown}, which the policy does not '
-                             f'consume (it reads {sorted(inputs) or "no images"})')
-        topics = {}
-        for name, feature in inputs.items():
-            topic = overrides.get(name) or feature.topic or default_topic(feature)
-            if not topic:
-                raise ValueError(f'no topic for feature {name!r}: add "{name}=<topic>" to '
-                                 'the parameter feature_topics')
-            topics[name] = topic
-        return topics
 
     def _create_robot_entities(self, robot):
         spec = self.runtime.spec
@@ -374,17 +277,18 @@ class PolicyServerNode(Node):
 
     def on_set_parameters(self, params):
         """Validate live changes (read-only ones are refused by ROS itself)."""
-        changes = {p.name: p.value for p in params if not PARAMETERS[p.name].read_only}
+        changes = {p.name: p.value for p in params if p.name in LIVE_FIELDS}
         try:
-            dataclasses.replace(self.core.settings, **changes)
+            dataclasses.replace(self.config, **changes)
         except ValueError as error:
             return SetParametersResult(successful=False, reason=str(error))
         return SetParametersResult(successful=True)
 
     def on_parameters_set(self, params):
         """Apply validated live changes."""
-        changes = {p.name: p.value for p in params if not PARAMETERS[p.name].read_only}
+        changes = {p.name: p.value for p in params if p.name in LIVE_FIELDS}
         if changes:
+            self.config = dataclasses.replace(self.config, **changes)
             self.core.update_settings(**changes)
             for name, value in changes.items():
                 self.get_logger().info(f'parameter {name} set to {value!r}')
