@@ -16,20 +16,92 @@
 The main job on the embedded default: ``./run demo``.
 
 Starts what ``bringup.launch.py`` starts (the same table, ``remote_inference_py.bringup``)
-with the simulated SO-101, its simulated camera and the built-in policy, each node in its own
-process over DDS; records the run to an MCAP bag; stops the executor after ``--seconds`` (it
-returns the arm to its initial position); then prints the run summary and writes a plot.
+with the simulated SO-101 and a policy, each node in its own process over DDS, and records the
+run to an MCAP bag. By default the policy is the scripted expert of the evaluation picking up
+the cube (served by the policy server like any model, with ``--latency`` of inference latency
+injected): the run ends 2 s after the cube has been held up for 1 s (at most ``--seconds``);
+then the executor is stopped (it returns the arm to its initial position). From the bag it
+prints the summary (did the pick succeed, and when, from the simulated cube pose; the
+asynchronous execution's numbers) and writes a plot and a video of the run.
+
+``--policy demo`` serves the built-in demo policy (a loop in joint space), ``--policy idle``
+one that does nothing (the pick fails), and ``--policy PATH`` a ``.pt2`` / TorchScript
+checkpoint with its manifest or a LeRobot checkpoint folder.
 """
 
 import argparse
+import dataclasses
 import os
 import pathlib
 import random
 import subprocess
 import sys
 import time
+from typing import Dict
 
 from remote_inference_py import bringup
+
+EXPERT = 'expert'
+DEMO = 'demo'
+IDLE = 'idle'
+POLICIES = (EXPERT, DEMO, IDLE)
+SI_RADIANS = 'si-radians-v1'
+# How long the cube is shown held after the pick succeeded, before the stop [s].
+SHOW_HELD_S = 2.0
+DEFAULT_LIMIT_S = 20.0
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoPolicy:
+    """A policy the demo serves: a label and the parameters that select it, per node."""
+
+    label: str
+    overrides: Dict[str, Dict[str, object]]
+    picks: bool     # meant to do the pick-the-cube task (the run ends once it is done)
+
+
+def demo_policy(name):
+    """Return the :class:`DemoPolicy` called ``name``; ValueError names a bad one."""
+    from remote_inference_py.evaluation import expert
+    if name in (EXPERT, IDLE):
+        factory = 'expert_runtime' if name == EXPERT else 'idle_runtime'
+        semantics = {'semantics': expert.SEMANTICS}
+        return DemoPolicy(
+            f'scripted expert (python runtime, {expert.__name__}:{factory})'
+            if name == EXPERT else 'do-nothing policy (holds still)',
+            {'policy_server': {'policy_type': 'python',
+                               'checkpoint': f'{expert.__name__}:{factory}', **semantics},
+             'executor': semantics,
+             # It reads the simulated cube pose, not the camera: no rendering needed.
+             'hardware_interface': {'sim_render': False}}, picks=True)
+    if name == DEMO:
+        return DemoPolicy('built-in demo policy (a loop in joint space)', {}, picks=False)
+    path = pathlib.Path(name)
+    if not path.exists():
+        raise ValueError(f'policy {name!r} is neither {", ".join(POLICIES)} nor an existing '
+                         'checkpoint (a .pt2 / TorchScript file with its manifest, or a LeRobot '
+                         'checkpoint folder)')
+    checkpoint = str(path.resolve())
+    server = {'policy_type': 'auto', 'checkpoint': checkpoint}
+    if path.is_dir():   # a LeRobot folder speaks the config's units and sees 640x480 frames
+        return DemoPolicy(f'LeRobot checkpoint {checkpoint}', {'policy_server': server},
+                          picks=True)
+    from remote_inference_py.policy_server.manifest import (
+        load_manifest, ManifestError, manifest_path_for)
+    try:
+        spec = load_manifest(manifest_path_for(path))
+    except ManifestError as error:
+        raise ValueError(f'policy {name!r}: {error}') from None
+    hardware = {'sim_render': False}
+    for feature in spec.features:
+        if feature.is_image:   # publish the frames at the size the policy declares
+            height, width = feature.shape[:2]
+            hardware = {'sim_render': True, 'sim_image_width': int(width),
+                        'sim_image_height': int(height)}
+    return DemoPolicy(f'checkpoint {checkpoint}', {
+        'policy_server': {**server, 'semantics': spec.semantics},
+        'executor': {'semantics': spec.semantics},
+        'hardware_interface': hardware}, picks=True)
 
 
 def installed_paths():
@@ -51,15 +123,30 @@ def node_argv(lib_dir, node, extra):
 def main(argv=None):
     """Run the simulated system, record it, summarise it; exit non-zero if it failed."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument('--seconds', type=float, default=20.0,
-                        help='how long the arm runs before the executor is stopped [s]')
+    parser.add_argument('--policy', default=EXPERT,
+                        help=f'{EXPERT} (default: the scripted pick), {DEMO} (the built-in '
+                        f'loop), {IDLE}, or a checkpoint (.pt2 / TorchScript file with its '
+                        'manifest, LeRobot folder)')
+    parser.add_argument('--seconds', type=float, default=None,
+                        help='how long the arm runs before the executor is stopped [s] '
+                        f'(default: until the cube has been held up for {SHOW_HELD_S:g} s '
+                        f'after the pick succeeded, at most {DEFAULT_LIMIT_S:g} s)')
     parser.add_argument('--latency', type=float, default=0.2,
                         help='inference latency injected in the policy server [s]')
     parser.add_argument('--merge', default='aligned', choices=['append', 'aligned', 'ensemble'])
     parser.add_argument('--synchronous', action='store_true', help='the classic loop')
     parser.add_argument('--task', default='pick up the cube')
+    parser.add_argument('--no-video', action='store_true', help='skip the video of the run')
     parser.add_argument('--out', default='', help='output folder (default runs/demo_<time>)')
     options = parser.parse_args(argv)
+    try:
+        policy = demo_policy(options.policy)
+    except ValueError as error:
+        parser.error(str(error))
+    if options.seconds is not None and not options.seconds > 0:
+        parser.error(f'--seconds must be > 0, got {options.seconds:g}')
+    if not 0 <= options.latency <= 10:
+        parser.error(f'--latency must be between 0 and 10 s, got {options.latency:g}')
 
     os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(1, 200)))
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
@@ -71,6 +158,7 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
 
     import rclpy
+    from geometry_msgs.msg import PoseStamped
     from rclpy.executors import SingleThreadedExecutor
     from remote_inference.msg import ExecutorStatus
 
@@ -80,12 +168,15 @@ def main(argv=None):
     from remote_inference_py.analysis.summary import format_summary, summarize
     from remote_inference_py.common import qos
     from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
+    from remote_inference_py.evaluation.task import LiftMonitor, TaskConfig
 
     extra = {
         'executor': {'autostart': True, 'chunk_merge': options.merge,
                      'synchronous': options.synchronous},
         'policy_server': {'extra_latency_s': options.latency},
     }
+    for name, values in policy.overrides.items():
+        extra[name] = {**extra.get(name, {}), **values}
     plan = bringup.plan(side='both', backend='sim', task=options.task, share_dir=share)
     rclpy.init()
     node = rclpy.create_node('demo_recorder')
@@ -93,8 +184,19 @@ def main(argv=None):
     executor.add_node(node)
     statuses = []
     node.create_subscription(ExecutorStatus, 'executor/status', statuses.append, qos.LATCHED)
+    # Success is watched live only to end the run; the summary computes it again from the bag.
+    lift = LiftMonitor(TaskConfig())
+    lifted_at = []
+
+    def on_cube_pose(msg):
+        if lift.update(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
+                       msg.pose.position.z) and not lifted_at:
+            lifted_at.append(time.monotonic())
+    node.create_subscription(PoseStamped, 'sim/cube_pose', on_cube_pose, qos.JOINT_STATES)
     recorder = Recorder(node, out / 'bag')
     procs = {}
+    print(f'demo: policy: {policy.label}; inference latency {options.latency:g} s injected',
+          flush=True)
     print(f'demo: starting {", ".join(n.name for n in plan)} (logs in {out})', flush=True)
     for spec in plan:
         log = open(out / f'{spec.name}.log', 'wb')
@@ -120,8 +222,19 @@ def main(argv=None):
             print(f'demo: the system did not start (exited: {dead or "none"}); see the logs '
                   f'in {out}', file=sys.stderr)
             return 1
-        print(f'demo: arm moving; running for {options.seconds:.0f} s', flush=True)
-        spin_until(lambda: exited('executor'), options.seconds)
+        if options.seconds is not None or not policy.picks:
+            limit = options.seconds or DEFAULT_LIMIT_S
+            print(f'demo: arm moving; running for {limit:g} s', flush=True)
+            spin_until(lambda: exited('executor'), limit)
+        else:
+            print(f'demo: arm moving: {options.task!r} (at most {DEFAULT_LIMIT_S:g} s)',
+                  flush=True)
+            spin_until(lambda: exited('executor') or lifted_at, DEFAULT_LIMIT_S)
+            if lifted_at:
+                print(f'demo: cube lifted and held; showing it for {SHOW_HELD_S:g} s',
+                      flush=True)
+                spin_until(lambda: exited('executor'),
+                           lifted_at[0] + SHOW_HELD_S - time.monotonic())
         if not exited('executor'):
             procs['executor'].send_signal(subprocess.signal.SIGINT)
             print('demo: stopping: the executor returns the arm to its initial position',
