@@ -19,9 +19,9 @@ A video of a recorded run on the simulated SO-101, rendered afterwards from its 
 --video`` and ``./run demo`` call it too). Nothing is rendered while the robot runs: the
 frames are rebuilt from the recorded ``joint_states`` (50 Hz; the nearest earlier sample) and
 ``sim/cube_pose`` (10 Hz, interpolated), put into the simulator's own SO-101 scene and
-rendered offscreen with MuJoCo from a camera beside the arm, with the ``front`` camera (the one
-the policies see) as an inset, in real time at ``fps`` frames a second. So the control loop never waits for a frame, and a
-bag recorded on another machine renders the same.
+rendered offscreen with MuJoCo from a camera beside the arm, with the ``front`` camera (the
+one the policies see) as an inset, in real time at ``fps`` frames a second. So the control
+loop never waits for a frame, and a bag recorded on another machine renders the same.
 
 Each frame is marked with what the product is doing at that instant, from the messages'
 stamps (:mod:`.summary`): the executor's state (RUNNING in green, WAITING = holding in red,
