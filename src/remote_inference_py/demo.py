@@ -161,6 +161,7 @@ def main(argv=None):
     from geometry_msgs.msg import PoseStamped
     from rclpy.executors import SingleThreadedExecutor
     from remote_inference.msg import ExecutorStatus
+    from std_srvs.srv import Trigger
 
     from remote_inference_py.analysis.bag import read_bag
     from remote_inference_py.analysis.plot import plot_run
@@ -171,7 +172,9 @@ def main(argv=None):
     from remote_inference_py.evaluation.task import LiftMonitor, TaskConfig
 
     extra = {
-        'executor': {'autostart': True, 'chunk_merge': options.merge,
+        # Started by this script once the recorder hears every topic, so the bag holds the
+        # whole run from the first command.
+        'executor': {'autostart': False, 'chunk_merge': options.merge,
                      'synchronous': options.synchronous},
         'policy_server': {'extra_latency_s': options.latency},
     }
@@ -213,11 +216,27 @@ def main(argv=None):
     def exited(name):
         return procs[name].poll() is not None
 
+    def any_exited():
+        return any(p.poll() is not None for p in procs.values())
+
+    def start_executor():
+        """Wait for the admission and the recorder's topics, then call executor/start."""
+        if not spin_until(lambda: statuses and statuses[-1].state_name == 'READY'
+                          and not recorder.unmatched() or any_exited(), 90) or any_exited():
+            return False
+        client = node.create_client(Trigger, 'executor/start')
+        if not spin_until(client.service_is_ready, 30):
+            return False
+        future = client.call_async(Trigger.Request())
+        if not spin_until(future.done, 30) or not future.result().success:
+            return False
+        return spin_until(lambda: statuses and statuses[-1].state_name in ('RUNNING', 'WAITING')
+                          or any_exited(), 30) and not any_exited()
+
     executor_code = None
+    video = None
     try:
-        running = spin_until(lambda: statuses and statuses[-1].state_name == 'RUNNING'
-                             or any(p.poll() is not None for p in procs.values()), 90)
-        if not running or not statuses or statuses[-1].state_name != 'RUNNING':
+        if not start_executor():
             dead = [n for n, p in procs.items() if p.poll() is not None]
             print(f'demo: the system did not start (exited: {dead or "none"}); see the logs '
                   f'in {out}', file=sys.stderr)
@@ -244,6 +263,13 @@ def main(argv=None):
         spin_until(lambda: False, 0.3)
     finally:
         recorder.close()
+        if executor_code is not None and not options.no_video:
+            # Rendered from the closed bag by a process of its own, while the nodes finish
+            # and this one summarises: the robot has stopped, nothing waits for a frame.
+            video = subprocess.Popen(
+                [sys.executable, '-m', 'remote_inference_py.analysis.video', str(out / 'bag'),
+                 '--out', str(out / 'run.webp')], stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True)
         for proc in procs.values():
             if proc.poll() is None:
                 proc.send_signal(subprocess.signal.SIGINT)
@@ -259,10 +285,42 @@ def main(argv=None):
     topics = read_bag(out / 'bag')
     summary = summarize(topics)
     print(format_summary(summary))
-    png = plot_run(topics, out / 'run.png', title='remote_inference demo (simulated SO-101)')
-    print(f'demo: plot {png}; bag {out / "bag"} (analyse again: analyze {out / "bag"})')
+    png = plot_run(topics, out / 'run.png',
+                   title=f'remote_inference demo: {policy.label}, {options.latency:g} s '
+                   'inference latency')
+    for line in headline(summary, options.latency, options.synchronous):
+        print(f'demo: {line}')
+    outputs = f'plot {png}'
+    if video is not None:
+        text = video.communicate()[0].strip()
+        if video.returncode == 0:
+            outputs += f'; video {out / "run.webp"}'
+        else:
+            print(f'demo: no video: {text.splitlines()[-1] if text else "renderer failed"}',
+                  file=sys.stderr)
+    print(f'demo: {outputs}; bag {out / "bag"} (analyse again: analyze {out / "bag"} '
+          '--video)')
     ok = executor_code == 0 and summary.final_state == 'STOPPED'
     return 0 if ok else 1
+
+
+def headline(summary, latency_s, synchronous=False):
+    """Say in two lines what the run showed: the task, and that the arm did not wait."""
+    lines = []
+    if summary.task is not None and summary.task.success:
+        lines.append(f'the arm picked up the cube {summary.task.completion_time_s:.1f} s after '
+                     'it started (cube lifted 5 cm and held 1 s, from the simulated pose)')
+    elif summary.task is not None:
+        lines.append(f'the cube was not picked up (highest lift '
+                     f'{summary.task.max_lift_m * 100:.1f} cm)')
+    mode = 'one after another (synchronous)' if synchronous else 'while the arm moved'
+    lines.append(
+        f'{summary.chunks_accepted} chunks computed {mode}, '
+        f'{summary.turnaround_p50_s * 1e3:.0f} ms each (p50; {latency_s:g} s injected): '
+        f'{summary.dispatched_ticks} ticks played from the buffer, {summary.held_ticks} held '
+        + ('waiting for chunks' if synchronous else 'waiting for the first chunk')
+        + f', {summary.starved_ticks} starved')
+    return lines
 
 
 if __name__ == '__main__':

@@ -183,7 +183,7 @@ def summarize(topics):
         dispatched_ticks=count('dispatched_ticks'),
         held_ticks=count('held_ticks'),
         starved_ticks=count('starved_ticks'),
-        requests=len(topics.get('/policy/request', [])),
+        requests=max(len(topics.get('/policy/request', [])), count('requests')),
         chunks_accepted=count('chunks_accepted'),
         chunks_dropped=count('chunks_dropped'),
         turnaround_p50_s=float(np.median(times)) if len(times) else float('nan'),
