@@ -91,6 +91,15 @@ def _series(messages, zero_ns):
 
 def plot_run(topics, path, title='remote_inference run'):
     """Write the PNG described in the module docstring; return the path."""
+    import matplotlib.pyplot as plt
+    fig = figure_run(topics, title)
+    fig.savefig(path, dpi=100, bbox_inches='tight')
+    plt.close(fig)
+    return path
+
+
+def figure_run(topics, title='remote_inference run'):
+    """Return the matplotlib figure of :func:`plot_run` (axes: joints, seam, full run...)."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -150,9 +159,7 @@ def plot_run(topics, path, title='remote_inference run'):
         axis.set_xlim(first, max(last, first + 1e-3))
     axes[-1].set_xlabel('time since the executor started [s]')
     fig.suptitle(title, fontsize=11)
-    fig.savefig(path, dpi=100, bbox_inches='tight')
-    plt.close(fig)
-    return path
+    return fig
 
 
 def _plot_seam(ax, seams, tc, cmd, tm, meas, names, colours):
