@@ -286,8 +286,8 @@ def main(argv=None):
     summary = summarize(topics)
     print(format_summary(summary))
     png = plot_run(topics, out / 'run.png',
-                   title=f'remote_inference demo: {policy.label}, {options.latency:g} s '
-                   'inference latency')
+                   title=f'remote_inference demo: {policy.label.split(" (")[0]}, '
+                   f'{options.latency:g} s inference latency')
     for line in headline(summary, options.latency, options.synchronous):
         print(f'demo: {line}')
     outputs = f'plot {png}'

@@ -313,6 +313,8 @@ def write_video(topics, path, fps: float = 8.0, width: int = 400, height: int = 
         raise ValueError(f'video frame rate {fps!r} must be in (0, 60] frames a second')
     if not (16 <= width <= 1920 and 16 <= height <= 1080):
         raise ValueError(f'video size {width}x{height} must be within 16x16 to 1920x1080')
+    if not (1 <= quality <= 100):
+        raise ValueError(f'video quality {quality!r} must be within 1 to 100')
     timeline = Timeline(topics)
     renderer = SceneRenderer(timeline.joint_names, width, height, camera)
     fonts = _fonts()
@@ -345,6 +347,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument('--fps', type=float, default=8.0)
     parser.add_argument('--width', type=int, default=400)
     parser.add_argument('--height', type=int, default=300)
+    parser.add_argument('--quality', type=int, default=60, help='WebP quality, 1-100')
     parser.add_argument('--camera', default=CAMERA,
                         help=f'{SIDE} (beside the arm) or a camera of the scene, e.g. front')
     options = parser.parse_args(argv)
@@ -353,7 +356,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         topics = read_bag(options.bag, options.namespace)
         path = write_video(topics, out, options.fps, options.width, options.height,
-                           camera=options.camera)
+                           options.quality, options.camera)
     except (ValueError, OSError) as error:
         print(f'video: {error}', file=sys.stderr)
         return 1
