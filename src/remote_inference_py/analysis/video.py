@@ -266,7 +266,7 @@ def decorate(frame: np.ndarray, info: FrameInfo, timeline: Timeline, fonts=None)
 
 
 def _draw_strip(draw, timeline, now, width, top, font):
-    """The run's timeline: state bar, requests in flight, chunk arrivals, a cursor."""
+    """Draw the run's timeline: state bar, requests in flight, chunk arrivals, a cursor."""
     left, right = 8, width - 8
     span = max(timeline.end - timeline.start, 1e-3)
 
