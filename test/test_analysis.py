@@ -144,3 +144,55 @@ def test_analyze_prints_the_task_and_writes_plot_and_video(tmp_path):
     assert '| pick the cube | SUCCEEDED in 1.4 s' in result.stdout
     assert (tmp_path / 'bag' / 'run.png').read_bytes()[:4] == b'\x89PNG'
     assert video.read_bytes()[:6] == b'GIF89a'
+
+
+def test_each_video_frame_knows_the_state_the_request_in_flight_and_the_pick(tmp_path):
+    from remote_inference_py.analysis.video import Timeline
+    write_run(tmp_path / 'bag', RunSpec(turnaround_s=0.25, first_wait_s=0.3, lift_at_s=4.0))
+    timeline = Timeline(read_bag(tmp_path / 'bag'))
+    assert timeline.start < -0.9 and abs(timeline.end - 9.98) < 0.01
+    before = timeline.info(-0.5)
+    assert before.state == 'READY' and before.in_flight is None and before.picked_at_s is None
+    waiting = timeline.info(0.1)
+    assert waiting.state == 'WAITING' and waiting.in_flight[0] == 1
+    assert abs(waiting.in_flight[1] - 0.1) < 0.01 and waiting.arrived is None
+    arrived = timeline.info(0.35)
+    assert arrived.state == 'RUNNING' and arrived.arrived == 1 and arrived.in_flight is None
+    second = timeline.info(1.8)   # request 2 left at 1.7 s
+    assert second.in_flight[0] == 2 and second.arrived is None
+    held = timeline.info(5.0)
+    assert abs(held.lift_m - 0.08) < 1e-6 and abs(held.picked_at_s - 4.4) < 1e-6
+    assert timeline.info(9.0).state == 'STOPPING'
+    assert [span[0] for span in timeline.state_spans()] == [
+        'READY', 'WAITING', 'RUNNING', 'STOPPING', 'STOPPED']
+    # Joints: the latest sample not after the frame; the cube: interpolated between samples.
+    latest = max(i for i, t in enumerate(timeline.joint_t) if t <= 2.015)
+    assert 2.015 - timeline.joint_t[latest] < 0.02
+    assert timeline.joints_at(2.015) is timeline.joints[latest]
+    assert abs(timeline.cube_at(4.25)[2] - (0.02 + 0.08 * 0.5)) < 1e-6
+
+
+def test_the_video_is_an_animation_of_the_whole_run_and_bad_input_is_named(tmp_path):
+    import pytest
+    from PIL import Image
+
+    from remote_inference_py.analysis.video import write_video
+    write_run(tmp_path / 'bag', RunSpec(seconds=3.0, stop_s=0.5, lift_at_s=1.0))
+    topics = read_bag(tmp_path / 'bag')
+    path = write_video(topics, tmp_path / 'run.webp', fps=4, width=96, height=72)
+    with Image.open(path) as video:
+        assert video.format == 'WEBP' and video.is_animated
+        assert video.n_frames == len([k for k in range(100) if -1.0 + k / 4 <= 2.98 + 1e-9])
+        assert video.size == (96, 72 + 62)
+    for bad, words in (({'path': tmp_path / 'run.mp4'}, ['run.mp4', '.webp']),
+                       ({'fps': 0}, ['frame rate']), ({'width': 5}, ['5x72']),
+                       ({'quality': 0}, ['quality'])):
+        arguments = {'path': tmp_path / 'x.webp', 'fps': 4, 'width': 96, 'height': 72, **bad}
+        with pytest.raises(ValueError) as error:
+            write_video(topics, **arguments)
+        assert all(word in str(error.value) for word in words), error.value
+    del topics['/joint_states']
+    with pytest.raises(ValueError, match='no /joint_states'):
+        write_video(topics, tmp_path / 'x.webp')
+    with pytest.raises(ValueError, match="camera 'top' is neither 'side' nor a camera"):
+        write_video(read_bag(tmp_path / 'bag'), tmp_path / 'x.webp', camera='top')
