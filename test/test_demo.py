@@ -93,3 +93,40 @@ def test_the_demo_names_a_bad_policy_before_starting_anything(tmp_path):
     assert not (tmp_path / 'o').exists()
     result = run_demo('--seconds', '-1', timeout=60)
     assert result.returncode == 2 and '--seconds' in result.stderr
+
+
+def test_each_policy_gets_the_parameters_it_needs(tmp_path):
+    import json
+
+    from remote_inference_py.demo import demo_policy
+    from remote_inference_py.evaluation.learned import learned_spec_dict
+    expert = demo_policy('expert')
+    assert expert.picks and expert.overrides['policy_server']['checkpoint'].endswith(
+        ':expert_runtime')
+    assert expert.overrides['executor']['semantics'] == 'si-radians-v1' == \
+        expert.overrides['policy_server']['semantics']
+    assert expert.overrides['hardware_interface'] == {'sim_render': False}
+    assert demo_policy('demo').overrides == {} and not demo_policy('demo').picks
+    assert demo_policy('idle').overrides['policy_server']['checkpoint'].endswith(
+        ':idle_runtime')
+
+    model = tmp_path / 'model.pt2'
+    model.write_bytes(b'')
+    (tmp_path / 'model.json').write_text(json.dumps(learned_spec_dict((96, 128))))
+    learned = demo_policy(str(model))
+    assert learned.overrides['hardware_interface'] == {
+        'sim_render': True, 'sim_image_width': 128, 'sim_image_height': 96}
+    assert learned.overrides['policy_server']['checkpoint'] == str(model.resolve())
+    assert learned.overrides['executor']['semantics'] == 'si-radians-v1'
+
+    folder = tmp_path / 'pretrained_model'
+    folder.mkdir()
+    lerobot = demo_policy(str(folder))
+    assert lerobot.overrides == {'policy_server': {'policy_type': 'auto',
+                                                   'checkpoint': str(folder.resolve())}}
+
+    (tmp_path / 'model.json').unlink()
+    with pytest.raises(ValueError, match='model.pt2.*no manifest'):
+        demo_policy(str(model))
+    with pytest.raises(ValueError, match="'nothing' is neither expert, demo, idle"):
+        demo_policy('nothing')
