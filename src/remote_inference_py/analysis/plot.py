@@ -21,8 +21,10 @@ Plot a run so that it reads the same for 10 s and for 10 minutes.
 - **Largest seam** (top right): that one joint, half a second either side of the chunk that
   made it, one marker per command, so a jump of a few hundredths of a radian is visible.
 - **Full run** (below, shared time axis): the executor's state (running, waiting, stopping)
-  with buffered playback against the effective refill; turnaround per request; and, for the
-  simulated arm, the cube's height with the pick's success. The joint window is shaded there.
+  with buffered playback against the effective refill (for runs over :data:`LONG_RUN_S`, its
+  range and minimum per bin: one sawtooth per chunk would fill the panel); turnaround per
+  request; and, for the simulated arm, the cube's height with the pick's success. The joint
+  window is shaded there.
 
 Times are seconds since the executor's first command, from the messages' stamps
 (:mod:`.summary`).
@@ -36,6 +38,8 @@ from remote_inference_py.analysis.summary import (
 WHOLE_RUN_S = 15.0
 WINDOW_S = 8.0
 SEAM_ZOOM_S = 0.5
+LONG_RUN_S = 60.0     # longer runs show buffered playback per bin: its range and its minimum
+OVERVIEW_BINS = 300
 STATE_COLOURS = {'RUNNING': '#2ca02c', 'WAITING': '#d62728', 'STOPPING': '#1f77b4',
                  'READY': '#bbbbbb', 'IDLE': '#dddddd', 'STOPPED': '#888888',
                  'FAULT': '#000000'}
@@ -194,8 +198,20 @@ def _plot_playback(ax, statuses, zero):
         ax.text(0.5, 0.5, 'no executor status recorded', ha='center', transform=ax.transAxes)
         return
     ts = np.array([(t - zero) * 1e-9 for t, _ in statuses])
-    ax.plot(ts, [m.buffered_playback_s for _, m in statuses], color='black', lw=0.9,
-            label='buffered playback')
+    buffered = np.array([m.buffered_playback_s for _, m in statuses])
+    if ts[-1] - ts[0] <= LONG_RUN_S:
+        ax.plot(ts, buffered, color='black', lw=0.9, label='buffered playback')
+    else:   # a sawtooth per chunk would fill the panel: its range and its low points per bin
+        edges = np.linspace(ts[0], ts[-1], OVERVIEW_BINS + 1)
+        bins = np.clip(np.searchsorted(edges, ts, side='right') - 1, 0, OVERVIEW_BINS - 1)
+        used = np.unique(bins)
+        low = np.array([buffered[bins == b].min() for b in used])
+        high = np.array([buffered[bins == b].max() for b in used])
+        centres = (edges[used] + edges[used + 1]) / 2
+        width = edges[1] - edges[0]
+        ax.fill_between(centres, low, high, color='grey', alpha=0.35, lw=0,
+                        label=f'buffered playback (range per {width:.1f} s)')
+        ax.plot(centres, low, color='black', lw=0.9, label='lowest buffered playback')
     ax.plot(ts, [m.effective_refill_s for _, m in statuses], ls=':', color='purple',
             label='effective refill')
     top = max([m.buffered_playback_s for _, m in statuses] + [0.1]) * 1.15
