@@ -21,7 +21,7 @@ from synthetic_runs import NS, RunSpec, write_run
 
 from remote_inference_py.analysis.bag import read_bag
 from remote_inference_py.analysis.plot import (
-    figure_run, joint_window, seam_events, state_intervals, WINDOW_S)
+    figure_run, joint_window, OVERVIEW_BINS, seam_events, state_intervals, WINDOW_S)
 from remote_inference_py.analysis.summary import (
     format_summary, stamped, start_ns, summarize, turnarounds)
 
@@ -122,6 +122,10 @@ def test_the_joint_panel_of_a_long_run_is_a_window_around_its_largest_seam(tmp_p
     assert '0.200 rad, chunk 250' in seam.get_title() and 'elbow_flex' in seam.get_title()
     lo, hi = seam.get_xlim()
     assert hi - lo < 1.5 and lo < big[0] < hi
+    # Buffered playback over 600 s: its range and minimum per bin, not 6000 sawtooth points.
+    assert len(playback.lines[0].get_xdata()) <= OVERVIEW_BINS and playback.collections
+    lowest = playback.lines[0].get_ydata()   # every 2 s bin holds a low point of the sawtooth
+    assert abs(min(lowest) - 0.2) < 0.01 and max(lowest) < 0.35
     for overview in (playback, turnaround, cube):   # the whole run below
         assert overview.get_xlim()[0] <= 0.0 and overview.get_xlim()[1] >= 599.0
     # One turnaround point per answered request, from the stamps.
