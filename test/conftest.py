@@ -45,13 +45,12 @@ from ros_fixtures import dead_segments, NodeProcess, Spinner  # noqa: E402
 #   system  all nodes together, the real ros2 tools, the demo, two hosts, the build
 LEVELS = {
     'pure': """
-    bringup_plan calibration cdr control_table evaluation_cli evaluation_expert
+    analysis bringup_plan calibration cdr control_table evaluation_cli evaluation_expert
     evaluation_learned evaluation_simtime evaluation_stats evaluation_task executor_admission
     executor_config executor_core executor_properties feetech_bus frame_ring hardware_backend
     hardware_commands image_cdr layout lerobot_runtime lint merge node_configs params
-    policy_admission
-    policy_core policy_export policy_images policy_manifest policy_models policy_observation
-    policy_runtimes readme_python_example refill semantics ticker
+    policy_admission policy_core policy_export policy_images policy_manifest policy_models
+    policy_observation policy_runtimes readme_python_example refill semantics ticker
     """,
     'ros': """
     bringup_graph executor_node fixtures hardware_node interfaces lerobot_server_node node_main

@@ -15,24 +15,116 @@
 """The README's main job (``./run demo``) runs the whole simulated system and reports it."""
 
 import os
+import re
 import subprocess
 import sys
 
+import pytest
 
-def test_demo_runs_the_system_prints_a_summary_and_writes_a_plot(tmp_path):
-    out = tmp_path / 'demo'
+from remote_inference_py.analysis.bag import read_bag
+from remote_inference_py.analysis.summary import stamped
+
+
+def run_demo(*args, timeout=240):
     env = {k: v for k, v in os.environ.items() if k != '_ROS_WHEELS_BOOTSTRAP_COMPLETE'}
-    result = subprocess.run(
-        [sys.executable, '-m', 'remote_inference_py.demo', '--seconds', '4', '--out', str(out)],
-        capture_output=True, text=True, env=env, timeout=240)
+    return subprocess.run([sys.executable, '-m', 'remote_inference_py.demo', *args],
+                          capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def row(stdout, name):
+    match = re.search(rf'^\| {re.escape(name)} \| (.*) \|$', stdout, re.M)
+    assert match, f'no row {name!r} in:\n{stdout}'
+    return match.group(1)
+
+
+def test_the_demo_picks_up_the_cube_and_shows_it(tmp_path):
+    out = tmp_path / 'demo'
+    result = run_demo('--out', str(out))
     assert result.returncode == 0, result.stdout + result.stderr
-    for row in ('commands sent', 'ticks dispatched / held / starved', 'turnaround p50 / max',
-                'seam p50 / max', 'STOPPED'):
-        assert row in result.stdout, result.stdout
-    starved = int(result.stdout.split('ticks dispatched / held / starved | ')[1].split(' / ')[2]
-                  .split(' ')[0])
-    assert starved == 0, result.stdout
+    picked = re.match(r'SUCCEEDED in ([\d.]+) s', row(result.stdout, 'pick the cube'))
+    assert picked, result.stdout
+    assert 0.5 < float(picked.group(1)) < 20.0
+    dispatched, held, starved = (int(v) for v in re.findall(
+        r'\d+', row(result.stdout, 'ticks dispatched / held / starved')))
+    assert starved == 0 and dispatched > 60, result.stdout
+    requests, accepted, dropped = (int(v) for v in re.findall(
+        r'\d+', row(result.stdout, 'requests / chunks accepted / dropped')))
+    assert accepted >= 2 and dropped == 0
+    p50 = float(row(result.stdout, 'turnaround p50 / max').split('/')[0])
+    assert p50 >= 200.0   # the injected 0.2 s, from the messages' stamps
+    assert 'STOPPED' in row(result.stdout, 'final state')
+    assert 'the arm picked up the cube' in result.stdout
+
+    # The cube really went up in the simulation, and came with the arm's motion.
+    topics = read_bag(out / 'bag')
+    heights = [m.pose.position.z for _, m in stamped(topics['/sim/cube_pose'])]
+    assert max(heights) - heights[0] >= 0.05
     assert (out / 'run.png').read_bytes()[:4] == b'\x89PNG'
-    assert (out / 'bag' / 'metadata.yaml').exists()
+    from PIL import Image
+    with Image.open(out / 'run.webp') as video:
+        assert video.format == 'WEBP' and video.is_animated
+        # 8 frames a second over the whole recorded run (a few seconds at least).
+        assert video.n_frames >= 8 * 5
+        first = video.convert('RGB').resize((40, 30))
+        video.seek(video.n_frames // 2)
+        middle = video.convert('RGB').resize((40, 30))
+    assert first.tobytes() != middle.tobytes()
     for node in ('hardware_interface', 'executor', 'policy_server'):
         assert (out / f'{node}.log').exists()
+
+
+def test_the_demo_still_serves_the_built_in_policy(tmp_path):
+    out = tmp_path / 'demo'
+    result = run_demo('--policy', 'demo', '--seconds', '4', '--no-video', '--out', str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'built-in demo policy' in result.stdout
+    assert row(result.stdout, 'pick the cube').startswith('FAILED')
+    assert 'STOPPED' in row(result.stdout, 'final state')
+    assert (out / 'run.png').exists() and not (out / 'run.webp').exists()
+
+
+def test_the_demo_names_a_bad_policy_before_starting_anything(tmp_path):
+    result = run_demo('--policy', str(tmp_path / 'missing.pt2'), '--out', str(tmp_path / 'o'),
+                      timeout=60)
+    assert result.returncode == 2
+    assert 'missing.pt2' in result.stderr and 'expert' in result.stderr
+    assert not (tmp_path / 'o').exists()
+    result = run_demo('--seconds', '-1', timeout=60)
+    assert result.returncode == 2 and '--seconds' in result.stderr
+
+
+def test_each_policy_gets_the_parameters_it_needs(tmp_path):
+    import json
+
+    from remote_inference_py.demo import demo_policy
+    from remote_inference_py.evaluation.learned import learned_spec_dict
+    expert = demo_policy('expert')
+    assert expert.picks and expert.overrides['policy_server']['checkpoint'].endswith(
+        ':expert_runtime')
+    assert expert.overrides['executor']['semantics'] == 'si-radians-v1' == \
+        expert.overrides['policy_server']['semantics']
+    assert expert.overrides['hardware_interface'] == {'sim_render': False}
+    assert demo_policy('demo').overrides == {} and not demo_policy('demo').picks
+    assert demo_policy('idle').overrides['policy_server']['checkpoint'].endswith(
+        ':idle_runtime')
+
+    model = tmp_path / 'model.pt2'
+    model.write_bytes(b'')
+    (tmp_path / 'model.json').write_text(json.dumps(learned_spec_dict((96, 128))))
+    learned = demo_policy(str(model))
+    assert learned.overrides['hardware_interface'] == {
+        'sim_render': True, 'sim_image_width': 128, 'sim_image_height': 96}
+    assert learned.overrides['policy_server']['checkpoint'] == str(model.resolve())
+    assert learned.overrides['executor']['semantics'] == 'si-radians-v1'
+
+    folder = tmp_path / 'pretrained_model'
+    folder.mkdir()
+    lerobot = demo_policy(str(folder))
+    assert lerobot.overrides == {'policy_server': {'policy_type': 'auto',
+                                                   'checkpoint': str(folder.resolve())}}
+
+    (tmp_path / 'model.json').unlink()
+    with pytest.raises(ValueError, match='model.pt2.*no manifest'):
+        demo_policy(str(model))
+    with pytest.raises(ValueError, match="'nothing' is neither expert, demo, idle"):
+        demo_policy('nothing')

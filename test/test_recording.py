@@ -15,15 +15,16 @@
 """A run recorded to a real rosbag2 MCAP file from raw subscriptions, then analysed."""
 
 import subprocess
+import time
 
-from remote_inference.msg import ExecutorStatus
+from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest
 from ros_fixtures import INSTALL_LIB
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from test_executor_node import EXECUTOR
 
 from remote_inference_py.analysis.bag import read_bag, typestore
 from remote_inference_py.analysis.record import Recorder
-from remote_inference_py.analysis.summary import summarize
+from remote_inference_py.analysis.summary import summarize, turnarounds
 from remote_inference_py.transport import qos
 
 
@@ -82,6 +83,7 @@ def test_analyze_reads_sqlite3_bags_and_names_bad_input(tmp_path):
         Header = store.types['std_msgs/msg/Header']
         msg = cls(header=Header(stamp=Time(sec=1, nanosec=0), frame_id=''), state=6,
                   state_name='FAULT', message='starved', session_id='s',
+                  server_presence='lost', server_last_seen_s=5.0, presence_lease_s=4.0,
                   buffered_playback_s=0.0, refill_s=0.2, effective_refill_s=0.3,
                   last_turnaround_s=0.1, p50_turnaround_s=0.1, max_turnaround_s=0.2,
                   ticks=10, dispatched_ticks=8, held_ticks=2, skipped_ticks=0, requests=1,
@@ -95,3 +97,63 @@ def test_analyze_reads_sqlite3_bags_and_names_bad_input(tmp_path):
                             capture_output=True, text=True)
     assert result.returncode == 1
     assert 'missing' in result.stderr and 'rosbag2' in result.stderr
+
+
+def test_a_recorder_that_falls_behind_still_gets_the_turnaround(processes, ros, tmp_path):
+    """The recorder stops taking messages for 2 s at a time, as on a loaded machine.
+
+    The real policy server (a python policy holding still, 0.3 s of latency injected) answers
+    the real executor; requests and chunks queue up in DDS while the recorder is stalled, so
+    it receives many a request together with its chunk. The turnaround analyze reports comes
+    from the messages' stamps and stays at the injected latency, as the executor measured it.
+    """
+    node, spinner = ros
+    bag = tmp_path / 'late_bag'
+    recorder = Recorder(node, bag)
+    processes.peer('fake_arm.py', node_name='fake_arm', params={'log_commands': False})
+    processes.console_script('policy_server', node_name='policy_server', params={
+        'deployment': 'test', 'policy_type': 'python', 'max_batch_size': 1,
+        'checkpoint': 'remote_inference_py.evaluation.expert:idle_runtime',
+        'extra_latency_s': 0.3, 'warmup_iterations': 1})
+    executor = processes.console_script('executor', node_name='executor', params=EXECUTOR)
+    # The test node's own subscriptions stall with the recorder: they tell when it was late.
+    seen = {}
+    for msg_type, topic, role in ((InferenceRequest, 'policy/request', qos.COMMANDS),
+                                  (ActionChunk, 'policy/chunk', qos.CHUNKS)):
+        node.create_subscription(
+            msg_type, topic, lambda m, topic=topic: seen.setdefault(
+                (topic, m.request_id), time.monotonic()), role)
+
+    def late_pairs():
+        return [key[1] for key, t in seen.items() if key[0] == 'policy/request'
+                and ('policy/chunk', key[1]) in seen
+                and seen[('policy/chunk', key[1])] - t < 0.05]
+
+    spinner.until(lambda: recorder.counts['/policy/chunk'] >= 1, 60, 'a first chunk recorded')
+    deadline = time.monotonic() + 60
+    while len(late_pairs()) < 2 and time.monotonic() < deadline:
+        time.sleep(2.0)            # the recorder falls behind: nothing is taken meanwhile
+        spinner.spin_for(0.3)      # ... then catches up with what DDS kept
+    assert executor.stop(spinner=spinner) == 0
+    spinner.spin_for(0.5)
+    recorder.close()
+    topics = read_bag(bag)
+    sent = {m.request_id: t for t, m in topics['/policy/request']}
+    gaps = {m.request_id: (t - sent[m.request_id]) * 1e-9 for t, m in topics['/policy/chunk']
+            if m.request_id in sent}
+    late = [r for r, gap in gaps.items() if gap < 0.05]
+    assert len(late) >= 2, f'the recorder was never late enough: {gaps}'
+    pairs = {t.request_id: t for t in turnarounds(topics)}
+    for request_id in late:
+        assert pairs[request_id].from_stamps
+        assert 0.3 <= pairs[request_id].seconds < 1.3, pairs[request_id]
+    summary = summarize(topics)
+    assert 0.3 <= summary.turnaround_p50_s <= summary.turnaround_max_s < 1.3
+    # The executor's own measurement (its status, independent of the recorder) agrees.
+    executor_p50 = topics['/executor/status'][-1][1].p50_turnaround_s
+    assert abs(summary.turnaround_p50_s - executor_p50) < 0.05, (summary, executor_p50)
+    result = subprocess.run([str(INSTALL_LIB / 'analyze'), str(bag)], capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
+    row = next(line for line in result.stdout.splitlines() if 'turnaround p50' in line)
+    assert float(row.split('|')[2].split('/')[0]) >= 300.0, row

@@ -16,20 +16,92 @@
 The main job on the embedded default: ``./run demo``.
 
 Starts what ``bringup.launch.py`` starts (the same table, ``remote_inference_py.bringup``)
-with the simulated SO-101, its simulated camera and the built-in policy, each node in its own
-process over DDS; records the run to an MCAP bag; stops the executor after ``--seconds`` (it
-returns the arm to its initial position); then prints the run summary and writes a plot.
+with the simulated SO-101 and a policy, each node in its own process over DDS, and records the
+run to an MCAP bag. By default the policy is the scripted expert of the evaluation picking up
+the cube (served by the policy server like any model, with ``--latency`` of inference latency
+injected): the run ends 2 s after the cube has been held up for 1 s (at most ``--seconds``);
+then the executor is stopped (it returns the arm to its initial position). From the bag it
+prints the summary (did the pick succeed, and when, from the simulated cube pose; the
+asynchronous execution's numbers) and writes a plot and a video of the run.
+
+``--policy demo`` serves the built-in demo policy (a loop in joint space), ``--policy idle``
+one that does nothing (the pick fails), and ``--policy PATH`` a ``.pt2`` / TorchScript
+checkpoint with its manifest or a LeRobot checkpoint folder.
 """
 
 import argparse
+import dataclasses
 import os
 import pathlib
 import random
 import subprocess
 import sys
 import time
+from typing import Dict
 
 from remote_inference_py import bringup
+
+EXPERT = 'expert'
+DEMO = 'demo'
+IDLE = 'idle'
+POLICIES = (EXPERT, DEMO, IDLE)
+SI_RADIANS = 'si-radians-v1'
+# How long the cube is shown held after the pick succeeded, before the stop [s].
+SHOW_HELD_S = 2.0
+DEFAULT_LIMIT_S = 20.0
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoPolicy:
+    """A policy the demo serves: a label and the parameters that select it, per node."""
+
+    label: str
+    overrides: Dict[str, Dict[str, object]]
+    picks: bool     # meant to do the pick-the-cube task (the run ends once it is done)
+
+
+def demo_policy(name):
+    """Return the :class:`DemoPolicy` called ``name``; ValueError names a bad one."""
+    from remote_inference_py.evaluation import expert
+    if name in (EXPERT, IDLE):
+        factory = 'expert_runtime' if name == EXPERT else 'idle_runtime'
+        semantics = {'semantics': expert.SEMANTICS}
+        return DemoPolicy(
+            f'scripted expert (python runtime, {expert.__name__}:{factory})'
+            if name == EXPERT else 'do-nothing policy (holds still)',
+            {'policy_server': {'policy_type': 'python',
+                               'checkpoint': f'{expert.__name__}:{factory}', **semantics},
+             'executor': semantics,
+             # It reads the simulated cube pose, not the camera: no rendering needed.
+             'hardware_interface': {'sim_render': False}}, picks=True)
+    if name == DEMO:
+        return DemoPolicy('built-in demo policy (a loop in joint space)', {}, picks=False)
+    path = pathlib.Path(name)
+    if not path.exists():
+        raise ValueError(f'policy {name!r} is neither {", ".join(POLICIES)} nor an existing '
+                         'checkpoint (a .pt2 / TorchScript file with its manifest, or a LeRobot '
+                         'checkpoint folder)')
+    checkpoint = str(path.resolve())
+    server = {'policy_type': 'auto', 'checkpoint': checkpoint}
+    if path.is_dir():   # a LeRobot folder speaks the config's units and sees 640x480 frames
+        return DemoPolicy(f'LeRobot checkpoint {checkpoint}', {'policy_server': server},
+                          picks=True)
+    from remote_inference_py.policy_server.manifest import (
+        load_manifest, ManifestError, manifest_path_for)
+    try:
+        spec = load_manifest(manifest_path_for(path))
+    except ManifestError as error:
+        raise ValueError(f'policy {name!r}: {error}') from None
+    hardware = {'sim_render': False}
+    for feature in spec.features:
+        if feature.is_image:   # publish the frames at the size the policy declares
+            height, width = feature.shape[:2]
+            hardware = {'sim_render': True, 'sim_image_width': int(width),
+                        'sim_image_height': int(height)}
+    return DemoPolicy(f'checkpoint {checkpoint}', {
+        'policy_server': {**server, 'semantics': spec.semantics},
+        'executor': {'semantics': spec.semantics},
+        'hardware_interface': hardware}, picks=True)
 
 
 def installed_paths():
@@ -51,15 +123,30 @@ def node_argv(lib_dir, node, extra):
 def main(argv=None):
     """Run the simulated system, record it, summarise it; exit non-zero if it failed."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument('--seconds', type=float, default=20.0,
-                        help='how long the arm runs before the executor is stopped [s]')
+    parser.add_argument('--policy', default=EXPERT,
+                        help=f'{EXPERT} (default: the scripted pick), {DEMO} (the built-in '
+                        f'loop), {IDLE}, or a checkpoint (.pt2 / TorchScript file with its '
+                        'manifest, LeRobot folder)')
+    parser.add_argument('--seconds', type=float, default=None,
+                        help='how long the arm runs before the executor is stopped [s] '
+                        f'(default: until the cube has been held up for {SHOW_HELD_S:g} s '
+                        f'after the pick succeeded, at most {DEFAULT_LIMIT_S:g} s)')
     parser.add_argument('--latency', type=float, default=0.2,
                         help='inference latency injected in the policy server [s]')
     parser.add_argument('--merge', default='aligned', choices=['append', 'aligned', 'ensemble'])
     parser.add_argument('--synchronous', action='store_true', help='the classic loop')
     parser.add_argument('--task', default='pick up the cube')
+    parser.add_argument('--no-video', action='store_true', help='skip the video of the run')
     parser.add_argument('--out', default='', help='output folder (default runs/demo_<time>)')
     options = parser.parse_args(argv)
+    try:
+        policy = demo_policy(options.policy)
+    except ValueError as error:
+        parser.error(str(error))
+    if options.seconds is not None and not options.seconds > 0:
+        parser.error(f'--seconds must be > 0, got {options.seconds:g}')
+    if not 0 <= options.latency <= 10:
+        parser.error(f'--latency must be between 0 and 10 s, got {options.latency:g}')
 
     os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(1, 200)))
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
@@ -71,21 +158,28 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
 
     import rclpy
+    from geometry_msgs.msg import PoseStamped
     from rclpy.executors import SingleThreadedExecutor
     from remote_inference.msg import ExecutorStatus
+    from std_srvs.srv import Trigger
 
     from remote_inference_py.analysis.bag import read_bag
     from remote_inference_py.analysis.plot import plot_run
     from remote_inference_py.analysis.record import Recorder
     from remote_inference_py.analysis.summary import format_summary, summarize
     from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
+    from remote_inference_py.evaluation.task import LiftMonitor, TaskConfig
     from remote_inference_py.transport import qos
 
     extra = {
-        'executor': {'autostart': True, 'chunk_merge': options.merge,
+        # Started by this script once the recorder hears every topic, so the bag holds the
+        # whole run from the first command.
+        'executor': {'autostart': False, 'chunk_merge': options.merge,
                      'synchronous': options.synchronous},
         'policy_server': {'extra_latency_s': options.latency},
     }
+    for name, values in policy.overrides.items():
+        extra[name] = {**extra.get(name, {}), **values}
     plan = bringup.plan(side='both', backend='sim', task=options.task, share_dir=share)
     rclpy.init()
     node = rclpy.create_node('demo_recorder')
@@ -93,8 +187,19 @@ def main(argv=None):
     executor.add_node(node)
     statuses = []
     node.create_subscription(ExecutorStatus, 'executor/status', statuses.append, qos.LATCHED)
+    # Success is watched live only to end the run; the summary computes it again from the bag.
+    lift = LiftMonitor(TaskConfig())
+    lifted_at = []
+
+    def on_cube_pose(msg):
+        if lift.update(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
+                       msg.pose.position.z) and not lifted_at:
+            lifted_at.append(time.monotonic())
+    node.create_subscription(PoseStamped, 'sim/cube_pose', on_cube_pose, qos.JOINT_STATES)
     recorder = Recorder(node, out / 'bag')
     procs = {}
+    print(f'demo: policy: {policy.label}; inference latency {options.latency:g} s injected',
+          flush=True)
     print(f'demo: starting {", ".join(n.name for n in plan)} (logs in {out})', flush=True)
     for spec in plan:
         log = open(out / f'{spec.name}.log', 'wb')
@@ -111,17 +216,44 @@ def main(argv=None):
     def exited(name):
         return procs[name].poll() is not None
 
+    def any_exited():
+        return any(p.poll() is not None for p in procs.values())
+
+    def start_executor():
+        """Wait for the admission and the recorder's topics, then call executor/start."""
+        if not spin_until(lambda: statuses and statuses[-1].state_name == 'READY'
+                          and not recorder.unmatched() or any_exited(), 90) or any_exited():
+            return False
+        client = node.create_client(Trigger, 'executor/start')
+        if not spin_until(client.service_is_ready, 30):
+            return False
+        future = client.call_async(Trigger.Request())
+        if not spin_until(future.done, 30) or not future.result().success:
+            return False
+        return spin_until(lambda: statuses and statuses[-1].state_name in ('RUNNING', 'WAITING')
+                          or any_exited(), 30) and not any_exited()
+
     executor_code = None
+    video = None
     try:
-        running = spin_until(lambda: statuses and statuses[-1].state_name == 'RUNNING'
-                             or any(p.poll() is not None for p in procs.values()), 90)
-        if not running or not statuses or statuses[-1].state_name != 'RUNNING':
+        if not start_executor():
             dead = [n for n, p in procs.items() if p.poll() is not None]
             print(f'demo: the system did not start (exited: {dead or "none"}); see the logs '
                   f'in {out}', file=sys.stderr)
             return 1
-        print(f'demo: arm moving; running for {options.seconds:.0f} s', flush=True)
-        spin_until(lambda: exited('executor'), options.seconds)
+        if options.seconds is not None or not policy.picks:
+            limit = options.seconds or DEFAULT_LIMIT_S
+            print(f'demo: arm moving; running for {limit:g} s', flush=True)
+            spin_until(lambda: exited('executor'), limit)
+        else:
+            print(f'demo: arm moving: {options.task!r} (at most {DEFAULT_LIMIT_S:g} s)',
+                  flush=True)
+            spin_until(lambda: exited('executor') or lifted_at, DEFAULT_LIMIT_S)
+            if lifted_at:
+                print(f'demo: cube lifted and held; showing it for {SHOW_HELD_S:g} s',
+                      flush=True)
+                spin_until(lambda: exited('executor'),
+                           lifted_at[0] + SHOW_HELD_S - time.monotonic())
         if not exited('executor'):
             procs['executor'].send_signal(subprocess.signal.SIGINT)
             print('demo: stopping: the executor returns the arm to its initial position',
@@ -131,6 +263,13 @@ def main(argv=None):
         spin_until(lambda: False, 0.3)
     finally:
         recorder.close()
+        if executor_code is not None and not options.no_video:
+            # Rendered from the closed bag by a process of its own, while the nodes finish
+            # and this one summarises: the robot has stopped, nothing waits for a frame.
+            video = subprocess.Popen(
+                [sys.executable, '-m', 'remote_inference_py.analysis.video', str(out / 'bag'),
+                 '--out', str(out / 'run.webp')], stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True)
         for proc in procs.values():
             if proc.poll() is None:
                 proc.send_signal(subprocess.signal.SIGINT)
@@ -146,10 +285,42 @@ def main(argv=None):
     topics = read_bag(out / 'bag')
     summary = summarize(topics)
     print(format_summary(summary))
-    png = plot_run(topics, out / 'run.png', title='remote_inference demo (simulated SO-101)')
-    print(f'demo: plot {png}; bag {out / "bag"} (analyse again: analyze {out / "bag"})')
+    png = plot_run(topics, out / 'run.png',
+                   title=f'remote_inference demo: {policy.label.split(" (")[0]}, '
+                   f'{options.latency:g} s inference latency')
+    for line in headline(summary, options.latency, options.synchronous):
+        print(f'demo: {line}')
+    outputs = f'plot {png}'
+    if video is not None:
+        text = video.communicate()[0].strip()
+        if video.returncode == 0:
+            outputs += f'; video {out / "run.webp"}'
+        else:
+            print(f'demo: no video: {text.splitlines()[-1] if text else "renderer failed"}',
+                  file=sys.stderr)
+    print(f'demo: {outputs}; bag {out / "bag"} (analyse again: analyze {out / "bag"} '
+          '--video)')
     ok = executor_code == 0 and summary.final_state == 'STOPPED'
     return 0 if ok else 1
+
+
+def headline(summary, latency_s, synchronous=False):
+    """Say in two lines what the run showed: the task, and that the arm did not wait."""
+    lines = []
+    if summary.task is not None and summary.task.success:
+        lines.append(f'the arm picked up the cube {summary.task.completion_time_s:.1f} s after '
+                     'it started (cube lifted 5 cm and held 1 s, from the simulated pose)')
+    elif summary.task is not None:
+        lines.append(f'the cube was not picked up (highest lift '
+                     f'{summary.task.max_lift_m * 100:.1f} cm)')
+    mode = 'one after another (synchronous)' if synchronous else 'while the arm moved'
+    lines.append(
+        f'{summary.chunks_accepted} chunks computed {mode}, '
+        f'{summary.turnaround_p50_s * 1e3:.0f} ms each (p50; {latency_s:g} s injected): '
+        f'{summary.dispatched_ticks} ticks played from the buffer, {summary.held_ticks} held '
+        + ('waiting for chunks' if synchronous else 'waiting for the first chunk')
+        + f', {summary.starved_ticks} starved')
+    return lines
 
 
 if __name__ == '__main__':

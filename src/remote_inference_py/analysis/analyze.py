@@ -16,7 +16,9 @@
 Summarise and plot a recorded run: ``ros2 run remote_inference analyze BAG``.
 
 BAG is a rosbag2 folder (MCAP or sqlite3), from ``record:=true``, ``ros2 bag record`` or
-``./run demo``. Prints the summary table and writes ``BAG/run.png`` (or ``--plot PATH``).
+``./run demo``. Prints the summary table and writes ``BAG/run.png`` (or ``--plot PATH``);
+``--video`` also renders a run of the simulated arm to ``BAG/run.webp`` (or ``--video PATH``,
+``.webp`` or ``.gif``; see :mod:`.video`).
 """
 
 import argparse
@@ -34,6 +36,9 @@ def main(argv=None):
     parser.add_argument('bag', help='rosbag2 folder')
     parser.add_argument('--namespace', default='', help='robot namespace, e.g. /robot1')
     parser.add_argument('--plot', default='', help='PNG path (default: BAG/run.png)')
+    parser.add_argument('--video', nargs='?', const='', default=None, metavar='PATH',
+                        help='also render the run of the simulated arm (default path: '
+                        'BAG/run.webp; .webp or .gif)')
     options = parser.parse_args(argv)
     try:
         topics = read_bag(options.bag, options.namespace)
@@ -45,6 +50,15 @@ def main(argv=None):
     png = options.plot or str(pathlib.Path(options.bag) / 'run.png')
     plot_run(topics, png, title=pathlib.Path(options.bag).name)
     print(f'plot: {png}')
+    if options.video is not None:
+        from remote_inference_py.analysis.video import write_video
+        path = options.video or str(pathlib.Path(options.bag) / 'run.webp')
+        try:
+            write_video(topics, path)
+        except (ValueError, OSError) as error:
+            print(f'analyze: video: {error}', file=sys.stderr)
+            return 1
+        print(f'video: {path}')
     return 0
 
 

@@ -60,6 +60,7 @@ class Recorder:
         self.writer = BagWriter(bag_path)
         self.lock = threading.Lock()
         self.counts = {}
+        self.subscriptions = {}
         self.closed = False
         types = bringup.topic_types()
         roles = {t.name: t.qos for n in bringup.NODES for t in n.publishes}
@@ -68,7 +69,7 @@ class Recorder:
             full = f'{prefix}/{topic}'
             self.writer.add_topic(full, types[topic])
             self.counts[full] = 0
-            node.create_subscription(
+            self.subscriptions[full] = node.create_subscription(
                 message_class(types[topic]), full,
                 lambda raw, full=full: self._write(full, raw),
                 qos.BY_ROLE[roles[topic]], raw=True)
@@ -79,6 +80,11 @@ class Recorder:
                 return
             self.writer.write(topic, self.node.get_clock().now().nanoseconds, raw)
             self.counts[topic] += 1
+
+    def unmatched(self):
+        """Return the recorded topics that no publisher has matched yet."""
+        return [topic for topic, subscription in self.subscriptions.items()
+                if subscription.get_publisher_count() == 0]
 
     def close(self):
         """Finish the bag; later messages are ignored."""
