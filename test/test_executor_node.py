@@ -167,8 +167,8 @@ def test_bad_chunks_are_dropped_with_a_named_reason(processes, ros):
     accepted = watch.last.chunks_accepted
     spinner.until(lambda: garbage.get_subscription_count() > 0, 10, 'executor matched')
     garbage.publish(b'\0\x01\0\0' + b'\xff' * 7)
-    executor.wait_for_output('dropped a malformed ActionChunk on policy/chunk: header.frame_id',
-                            10, spinner)
+    executor.wait_for_output(
+        'dropped a malformed ActionChunk on policy/chunk: header.frame_id', 10, spinner)
     spinner.until(lambda: watch.last.chunks_accepted >= max(accepted + 2, 3), 10,
                   'motion continues')
     assert watch.state() in ('RUNNING', 'WAITING')
