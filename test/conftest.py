@@ -122,3 +122,14 @@ def processes(tmp_path, ros, request):
                         f'{sorted(leaked)}')
     if failures:
         pytest.fail('\n'.join(failures))
+
+
+@pytest.fixture(params=['fast', 'plain'])
+def transport(request, monkeypatch):
+    """
+    Run a test on both transports (``REMOTE_INFERENCE_TRANSPORT``, see transport/endpoints.py).
+
+    Set before the test starts its node processes, so they and the test's own endpoints use it.
+    """
+    monkeypatch.setenv('REMOTE_INFERENCE_TRANSPORT', request.param)
+    return request.param

@@ -34,10 +34,11 @@ SERVER = {'deployment': 'demo_test', 'demo_cameras': ['front'], 'demo_image_size
 class SharingRobot(server_test.Robot):
     """The test robot, its camera published the way the hardware interface does it."""
 
-    def __init__(self, ros, directory=SHM_DIR):
+    def __init__(self, ros, directory=SHM_DIR, transport=None):
         super().__init__(ros, camera='raw')
         self.node.destroy_publisher(self.image_pub)
-        self.camera_pub = ImagePublisher(self.node, TOPIC, qos.IMAGES, True, 'front', directory)
+        self.camera_pub = ImagePublisher(self.node, TOPIC, qos.IMAGES, True, 'front', directory,
+                                         transport=transport)
 
     def publish_frame(self, frame):
         stamp = self.now().to_msg()
@@ -73,12 +74,16 @@ def admitted(server, robot):
     return admission.session_id
 
 
+# The ring holds an ordinary serialized Image on both transports: any pairing works.
+@pytest.mark.parametrize('robot_side, server_side', [
+    ('fast', 'fast'), ('plain', 'plain'), ('fast', 'plain'), ('plain', 'fast')])
 def test_a_server_on_this_host_reads_shared_frames_then_the_topic_when_sharing_stops(
-        processes, ros):
+        processes, ros, robot_side, server_side):
     node, spinner = ros
-    server = processes.console_script('policy_server', node_name='policy_server',
-                                      params=SERVER)
-    robot = SharingRobot(ros)
+    server = processes.console_script(
+        'policy_server', node_name='policy_server', params=SERVER,
+        env={**os.environ, 'REMOTE_INFERENCE_TRANSPORT': server_side})
+    robot = SharingRobot(ros, transport=robot_side)
     session = admitted(server, robot)
     assert 'requests are served inline when ready' in server.output()   # a fast model
     camera = robot.camera_pub
@@ -112,7 +117,7 @@ def test_a_server_on_this_host_reads_shared_frames_then_the_topic_when_sharing_s
 
 
 def test_frames_from_another_host_and_bad_references_fall_back_or_are_rejected(
-        processes, ros, tmp_path):
+        processes, ros, tmp_path, transport):
     node, spinner = ros
     server = processes.console_script('policy_server', node_name='policy_server',
                                       params={**SERVER, 'inline_serve_max_ms': 0.0})
@@ -143,7 +148,7 @@ def test_frames_from_another_host_and_bad_references_fall_back_or_are_rejected(
         real.close()
 
 
-def test_the_full_image_goes_out_only_while_someone_subscribes(ros, tmp_path):
+def test_the_full_image_goes_out_only_while_someone_subscribes(ros, tmp_path, transport):
     node, spinner = ros
     camera = ImagePublisher(node, 'cams/a/image_raw', qos.IMAGES, True, 'a')
     refs, images = [], []

@@ -52,6 +52,7 @@ TRANSPORT_ENV = 'REMOTE_INFERENCE_TRANSPORT'
 FAST, PLAIN = 'fast', 'plain'
 TRANSPORTS = (FAST, PLAIN)
 MALFORMED_LOG_PERIOD_S = 2.0
+_announced = []   # the plain transport is logged once per process
 
 
 class TransportChoiceError(ValueError):
@@ -74,6 +75,16 @@ def transport_choice(value: Optional[str] = None) -> str:
     return value
 
 
+def _chosen(node, transport: Optional[str]) -> str:
+    """Return the transport for an endpoint of ``node``; say so once when it is plain."""
+    choice = transport_choice(transport)
+    if choice == PLAIN and not _announced:
+        _announced.append(node.get_name())
+        node.get_logger().info(f'transport: plain rclpy messages ({TRANSPORT_ENV}=plain or '
+                               'transport=plain); our CDR code is not used')
+    return choice
+
+
 def _log_malformed(node, type_name: str, topic: str) -> Callable[[str], None]:
     def log(text):
         node.get_logger().error(f'dropped a malformed {type_name} on {topic}: {text}',
@@ -90,7 +101,7 @@ def subscribe(node, msg_type, topic: str, callback, qos_profile, *, decoder, con
     ``decoder`` (fast: an object whose ``decode(bytes)`` returns the value or raises
     :class:`~.cdr.CdrError`) and ``convert`` (plain: message -> value) make the value.
     """
-    if transport_choice(transport) == PLAIN:
+    if _chosen(node, transport) == PLAIN:
         return node.create_subscription(
             msg_type, topic, lambda msg: callback(convert(msg)), qos_profile,
             callback_group=callback_group, event_callbacks=event_callbacks)
@@ -141,7 +152,7 @@ class JointStatePublisher:
     def __init__(self, node, topic: str, names: Sequence[str], qos_profile, *,
                  transport: Optional[str] = None):
         self.names = tuple(names)
-        self.transport = transport_choice(transport)
+        self.transport = _chosen(node, transport)
         self.publisher = node.create_publisher(JointState, topic, qos_profile)
         self._encoder = JointStateEncoder(self.names) if self.transport == FAST else None
 
@@ -161,7 +172,7 @@ class ChunkPublisher:
     """Publish ``remote_inference/ActionChunk`` messages from plain values."""
 
     def __init__(self, node, topic: str, qos_profile, *, transport: Optional[str] = None):
-        self.transport = transport_choice(transport)
+        self.transport = _chosen(node, transport)
         self.publisher = node.create_publisher(ActionChunk, topic, qos_profile)
         self._encoder = ActionChunkEncoder() if self.transport == FAST else None
 
