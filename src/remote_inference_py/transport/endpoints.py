@@ -31,7 +31,9 @@ endpoint by ``transport=``; see :func:`transport_choice`):
   ``raw=True`` subscriptions and ``publish(bytes)``, a fraction of rclpy's conversion cost.
 - ``plain``: ordinary typed rclpy subscriptions and publishers, the messages converted to the
   same values. Nothing of ours touches the bytes: the way back if a ROS release or another RMW
-  changes something our CDR code relies on.
+  changes something our CDR code relies on. Bytes that are no valid message are dropped by
+  rclpy before any callback (``on_malformed`` is not called). The node logs once that it
+  uses this transport.
 
 Both send ordinary messages, so nodes on different transports talk to each other, and
 node code is the same on both.
