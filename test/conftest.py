@@ -53,8 +53,8 @@ LEVELS = {
     policy_observation policy_runtimes readme_python_example refill semantics ticker
     """,
     'ros': """
-    bringup_graph executor_node fixtures hardware_node interfaces lerobot_server_node node_main
-    policy_server_node recording shared_images sim
+    bringup_graph endpoints executor_node fixtures hardware_node interfaces lerobot_server_node
+    node_main policy_server_node recording shared_images sim
     """,
     'system': """
     build_and_setup demo evaluation_realtime launch_cli system two_hosts
@@ -162,3 +162,14 @@ def processes(tmp_path, ros, request):
                         f'{sorted(leaked)}')
     if failures:
         pytest.fail('\n'.join(failures))
+
+
+@pytest.fixture(params=['fast', 'plain'])
+def transport(request, monkeypatch):
+    """
+    Run a test on both transports (``REMOTE_INFERENCE_TRANSPORT``, see transport/endpoints.py).
+
+    Set before the test starts its node processes, so they and the test's own endpoints use it.
+    """
+    monkeypatch.setenv('REMOTE_INFERENCE_TRANSPORT', request.param)
+    return request.param

@@ -132,9 +132,10 @@ def set_double(ros, name, value):
 
 
 def test_joint_states_are_calibrated_radians_and_commands_reach_the_servos(
-        emulator, processes, ros):
+        emulator, processes, ros, transport):
     node, spinner = ros
     watch, proc, commands = start_arm(processes, ros, emulator)
+    assert ('transport: plain rclpy messages' in proc.output()) == (transport == 'plain')
     info = watch.info[-1]
     assert (info.backend, info.position_hold, info.torque_enabled) == ('feetech', True, True)
     limits = [CALIBRATION.radian_limits(name) for name in JOINTS]

@@ -31,8 +31,9 @@ Shared rooms the node rooms stand on:
 - :mod:`.robot`: the arm: SO-101 joint names, calibration, servo control table, units (pure).
 - :mod:`.contract`: what robot and server agree on before motion: protocol version, merge
   modes and the one admission check both sides run (pure).
-- :mod:`.transport`: how messages travel: QoS by role, serialized-message encoders and decoders,
-  the shared-memory frame ring (imports ROS).
+- :mod:`.transport`: how messages travel: the seam nodes publish and subscribe through (plain
+  values on either transport), QoS by role, serialized-message encoders and decoders, the
+  shared-memory frame ring (imports ROS).
 - :mod:`.common`: the node runtime: ``main()``, signals, parameter specs, the control-tick
   thread, allocator settings (imports ROS).
 

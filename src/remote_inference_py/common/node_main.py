@@ -167,8 +167,13 @@ def make_ros_executor():
     return SingleThreadedExecutor()
 
 
-def run_node(node_factory, args=None):
-    """Create the node, spin it until it is finished, clean up; return the exit code."""
+def run_node(node_factory, args=None, config_errors=()):
+    """
+    Create the node, spin it until it is finished, clean up; return the exit code.
+
+    ``config_errors``: exception types of the rooms the node stands on that mean an invalid
+    configuration, like :class:`ConfigError` (exit 2).
+    """
     tune_allocator()
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
@@ -222,7 +227,7 @@ def run_node(node_factory, args=None):
         if failure:
             raise failure[0]
         exit_code = node.exit_code
-    except ConfigError as error:
+    except (ConfigError, *config_errors) as error:
         message = f'cannot start: {error}'
         if node is not None:
             node.get_logger().fatal(message)

@@ -57,7 +57,6 @@ from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from remote_inference.msg import (
-    ActionChunk,
     ExecutorStatus,
     HardwareInfo,
     InferenceRequest,
@@ -80,7 +79,8 @@ from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
-from remote_inference_py.transport.cdr import ActionChunkDecoder, CdrError, JointStateDecoder
+from remote_inference_py.transport.endpoints import (
+    subscribe_chunks, subscribe_joint_states, TransportChoiceError)
 
 SUMMARY_PERIOD_S = 5.0
 STATUS_PERIOD_S = 0.1
@@ -196,18 +196,15 @@ class ExecutorNode(Node):
         self.tick_periods = collections.deque(maxlen=TICK_WINDOW)
 
         io = MutuallyExclusiveCallbackGroup()
-        # Serialized bytes read by our decoders (transport/cdr.py: a fraction of rclpy's cost).
-        self.decoders = {'joint_states': JointStateDecoder(),
-                         'applied_command': JointStateDecoder(), 'chunk': ActionChunkDecoder()}
-        self.create_subscription(JointState, 'joint_states', self.on_joint_states,
-                                 qos.JOINT_STATES, callback_group=io, raw=True)
-        self.create_subscription(JointState, 'applied_command', self.on_applied,
-                                 qos.COMMANDS, callback_group=io, raw=True)
+        subscribe_joint_states(self, 'joint_states', self.on_joint_states, qos.JOINT_STATES,
+                               callback_group=io)
+        subscribe_joint_states(self, 'applied_command', self.on_applied, qos.COMMANDS,
+                               callback_group=io)
         self.create_subscription(HardwareInfo, 'hardware/info', self.on_hardware_info,
                                  qos.LATCHED, callback_group=io)
-        self.chunk_sub = self.create_subscription(
-            ActionChunk, 'policy/chunk', self.on_chunk,
-            qos.chunks(self.settings.presence_lease_s), callback_group=io, raw=True,
+        self.chunk_sub = subscribe_chunks(
+            self, 'policy/chunk', self.on_chunk, qos.chunks(self.settings.presence_lease_s),
+            callback_group=io,
             event_callbacks=SubscriptionEventCallbacks(liveliness=self.on_server_liveliness))
         self.request_pub = self.create_publisher(InferenceRequest, 'policy/request',
                                                  qos.COMMANDS)
@@ -273,12 +270,8 @@ class ExecutorNode(Node):
 
     # ---- inputs -------------------------------------------------------------------------
 
-    def _by_name(self, raw, what):
+    def _by_name(self, msg, what):
         """Positions of a JointState in joint_names order; raise naming a missing joint."""
-        try:
-            msg = self.decoders[what].decode(raw)
-        except CdrError as error:
-            raise ValueError(f'malformed {what}: {error}') from None
         index = {name: i for i, name in enumerate(msg.names)}
         if len(msg.positions) != len(msg.names):
             raise ValueError(f'{what} has {len(msg.names)} names but {len(msg.positions)} '
@@ -288,10 +281,10 @@ class ExecutorNode(Node):
             raise ValueError(f"joint '{missing[0]}' missing from {what}")
         return np.array([msg.positions[index[n]] for n in self.config.joint_names])
 
-    def on_joint_states(self, raw):
+    def on_joint_states(self, msg):
         """Hand the measured pose to the core."""
         try:
-            positions = self._by_name(raw, 'joint_states')
+            positions = self._by_name(msg, 'joint_states')
         except ValueError as error:
             self.get_logger().error(str(error), throttle_duration_sec=2.0)
             return
@@ -302,10 +295,10 @@ class ExecutorNode(Node):
                 self.get_logger().error('joint_states carries a non-finite position; ignored',
                                         throttle_duration_sec=2.0)
 
-    def on_applied(self, raw):
+    def on_applied(self, msg):
         """Hand the target the driver really applied to the core (it is what we hold)."""
         try:
-            positions = self._by_name(raw, 'applied_command')
+            positions = self._by_name(msg, 'applied_command')
         except ValueError as error:
             self.get_logger().error(str(error), throttle_duration_sec=2.0)
             return
@@ -319,16 +312,10 @@ class ExecutorNode(Node):
             with self.lock:
                 self.core.on_actuation_failed(f'hardware interface fault: {msg.message}')
 
-    def on_chunk(self, raw):
+    def on_chunk(self, msg):
         """Validate and merge a chunk (the core drops it whole, with a reason, if bad)."""
         now = time.monotonic()
         self.server_last_seen = now
-        try:
-            msg = self.decoders['chunk'].decode(raw)
-        except CdrError as error:
-            self.get_logger().error(f'dropped a malformed ActionChunk: {error}',
-                                    throttle_duration_sec=2.0)
-            return
         chunk = Chunk(session_id=msg.session_id, request_id=msg.request_id,
                       capture_time=self._to_core_time(msg.stamp_ns, now),
                       joint_names=tuple(msg.joint_names), step_period=msg.step_period,
@@ -641,7 +628,8 @@ class ExecutorNode(Node):
 
 def main(args=None):
     """Run the executor node; exit non-zero after a terminal fault."""
-    raise SystemExit(run_node(ExecutorNode, args))   # the tick has its own thread (Ticker)
+    raise SystemExit(run_node(ExecutorNode, args,   # the tick has its own thread (Ticker)
+                              config_errors=(TransportChoiceError,)))
 
 
 if __name__ == '__main__':

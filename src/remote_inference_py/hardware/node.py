@@ -105,7 +105,7 @@ from remote_inference_py.hardware.runner import HardwareRunner, RunnerSink, Thro
 from remote_inference_py.robot.calibration import CalibrationError
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
-from remote_inference_py.transport.cdr import JointStateEncoder
+from remote_inference_py.transport.endpoints import JointStatePublisher, TransportChoiceError
 from remote_inference_py.transport.shared_images import ImagePublisher
 
 SUMMARY_PERIOD_S = 5.0
@@ -258,10 +258,9 @@ class HardwareInterfaceNode(LifecycleNode):
         self.driver_log.setLevel(logging.DEBUG)
         self.driver_log.propagate = False
 
-        self.joint_state_pub = self.create_publisher(JointState, 'joint_states',
-                                                     qos.JOINT_STATES)
-        self.applied_pub = self.create_publisher(JointState, 'applied_command', qos.COMMANDS)
-        self.joint_encoder = JointStateEncoder(self.config.joint_names)
+        names = self.config.joint_names
+        self.joint_state_pub = JointStatePublisher(self, 'joint_states', names, qos.JOINT_STATES)
+        self.applied_pub = JointStatePublisher(self, 'applied_command', names, qos.COMMANDS)
         self.info_pub = self.create_publisher(HardwareInfo, 'hardware/info', qos.LATCHED)
         self.image_pubs = {}
         self.cube_pub = None
@@ -535,7 +534,7 @@ class HardwareInterfaceNode(LifecycleNode):
     def publish_joint_state(self, publisher, positions, stamp):
         """Publish positions [rad] by joint name, stamped at monotonic time ``stamp``."""
         sec, nanosec = divmod(self._stamp_ns(stamp), 1_000_000_000)
-        publisher.publish(self.joint_encoder.encode(sec, nanosec, positions))  # see transport/cdr
+        publisher.publish(sec, nanosec, positions)
 
     def publish_image(self, camera, frame, stamp):
         """Publish one rendered rgb8 frame (called from the sim's camera thread)."""
@@ -633,7 +632,8 @@ class HardwareInterfaceNode(LifecycleNode):
 
 def main(args=None):
     """Run the hardware interface node; exit 2 when it cannot start, 1 after a fault."""
-    raise SystemExit(run_node(HardwareInterfaceNode, args))
+    raise SystemExit(run_node(HardwareInterfaceNode, args,
+                              config_errors=(TransportChoiceError,)))
 
 
 if __name__ == '__main__':

@@ -40,7 +40,7 @@ name                           dir    type                             QoS
 Camera topics: ``observation.images.<camera>`` reads ``cameras/<camera>/image_raw`` unless the
 manifest's ``topic`` or the ``feature_topics`` parameter (``feature=topic``) says otherwise.
 A raw camera whose publisher offers its frames through shared memory on this host
-(``<camera topic>/shm``, remote_inference/SharedImage, see :mod:`..common.shared_images`) is
+(``<camera topic>/shm``, remote_inference/SharedImage, see :mod:`..transport.shared_images`) is
 read from there once a frame has come through; the Image topic is read otherwise, and again
 whenever the shared frames stop or cannot be opened here (another host or user).
 
@@ -74,11 +74,9 @@ import numpy as np
 from rcl_interfaces.msg import ParameterType, SetParametersResult
 from rclpy.duration import Duration
 from rclpy.node import Node
-from rclpy.serialization import deserialize_message
-from remote_inference.msg import ActionChunk, InferenceRequest, ObservationFeature
+from remote_inference.msg import InferenceRequest, ObservationFeature
 from remote_inference.srv import Admit, GetCapabilities
 from sensor_msgs.msg import CompressedImage as CompressedImageMsg
-from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
 from remote_inference_py.common.node_main import ConfigError, run_node
@@ -90,7 +88,9 @@ from remote_inference_py.policy_server.core import Answer, Request
 from remote_inference_py.policy_server.images import CompressedImage, InputError, RawImage
 from remote_inference_py.policy_server.loading import load_policy
 from remote_inference_py.policy_server.topics import topic_name
-from remote_inference_py.transport import cdr, image_cdr, qos
+from remote_inference_py.transport import qos
+from remote_inference_py.transport.endpoints import (
+    ChunkPublisher, subscribe_joint_states, TransportChoiceError)
 from remote_inference_py.transport.shared_images import ImageInput
 
 SUMMARY_PERIOD_S = 5.0
@@ -195,7 +195,6 @@ class PolicyServerNode(Node):
         self.core = None
         self.worker = None
         self.chunk_pubs = {}
-        self.chunk_encoders = {}   # per robot: its session's chunk layout
         self.image_inputs = []
 
         self.config = build_config(ServerConfig, params)
@@ -230,11 +229,11 @@ class PolicyServerNode(Node):
     def _create_robot_entities(self, robot):
         spec = self.runtime.spec
         if self.core.assembler.state_joints:
-            decoder = cdr.JointStateDecoder()   # raw bytes: see transport/cdr.py
-            self.create_subscription(
-                JointState, topic_name(robot, 'joint_states'),
-                lambda raw, r=robot, d=decoder: self.on_joint_states(r, d, raw),
-                qos.JOINT_STATES, raw=True)
+            subscribe_joint_states(
+                self, topic_name(robot, 'joint_states'),
+                lambda msg, r=robot: self.on_joint_states(r, msg), qos.JOINT_STATES,
+                on_malformed=lambda text, r=robot: self._rejected(
+                    r, 'joint_states', InputError('malformed', f'malformed JointState: {text}')))
         for name, topic in self.topics.items():
             feature = spec.feature(name)
             full = topic_name(robot, topic)
@@ -244,7 +243,7 @@ class PolicyServerNode(Node):
                     lambda msg, r=robot, f=name: self.on_compressed(r, f, msg), qos.IMAGES)
             elif feature.is_image:   # raw: the pixels stay in the received buffer
                 self.image_inputs.append(ImageInput(
-                    self, full, qos.IMAGES, lambda raw, r=robot, f=name: self.on_image(r, f, raw),
+                    self, full, qos.IMAGES, lambda msg, r=robot, f=name: self.on_image(r, f, msg),
                     lambda code, text, r=robot, f=name: self._rejected(
                         r, f, InputError(code, text))))
             elif feature.message == 'geometry_msgs/PoseStamped':
@@ -257,9 +256,8 @@ class PolicyServerNode(Node):
                     lambda msg, r=robot, f=name: self.on_vector(r, f, msg), qos.IMAGES)
         self.create_subscription(InferenceRequest, topic_name(robot, 'policy/request'),
                                  lambda msg, r=robot: self.on_request(r, msg), qos.COMMANDS)
-        self.chunk_encoders[robot] = cdr.ActionChunkEncoder()
-        self.chunk_pubs[robot] = self.create_publisher(
-            ActionChunk, topic_name(robot, 'policy/chunk'),
+        self.chunk_pubs[robot] = ChunkPublisher(
+            self, topic_name(robot, 'policy/chunk'),
             qos.chunks(self.core.settings.presence_lease_s))
         self.create_service(GetCapabilities, topic_name(robot, 'policy/get_capabilities'),
                             lambda req, res, r=robot: self.on_capabilities(r, req, res))
@@ -319,36 +317,18 @@ class PolicyServerNode(Node):
         else:
             self.serve_inline()
 
-    def on_joint_states(self, robot, decoder, raw):
+    def on_joint_states(self, robot, msg):
         """Hand a joint_states sample to the core (validated by name there)."""
-        try:
-            msg = decoder.decode(raw)
-        except cdr.CdrError as error:
-            self._rejected(robot, 'joint_states',
-                           InputError('malformed', f'malformed JointState: {error}'))
-            return
         self._stored(robot, 'joint_states', self.core.on_joint_states(
             robot, self._stamp(robot, 'joint_states', msg.stamp_ns), msg.names,
             msg.positions))
 
-    def on_image(self, robot, feature, raw):
-        """Hand an Image's serialized bytes to the core (pixels converted only when used)."""
-        plain = cdr.is_plain_cdr(raw)
-        try:
-            if plain:
-                msg = image_cdr.decode_image(raw)
-                stamp = msg.stamp_ns
-            else:   # another encapsulation (a foreign RMW's XCDR2): rclpy's deserializer
-                msg = deserialize_message(raw, Image)
-                stamp = msg.header.stamp
-        except Exception as error:  # noqa: B902 - a bad message must not stop the server
-            code = 'malformed' if plain else 'deserialize'
-            self._rejected(robot, feature, InputError(code, f'malformed Image: {error}'))
-            return
+    def on_image(self, robot, feature, msg):
+        """Hand an image to the core (pixels converted only when used)."""
         image = RawImage(msg.encoding, msg.height, msg.width, msg.step, msg.data,
-                         bool(msg.is_bigendian))
+                         msg.is_bigendian)
         self._stored(robot, feature, self.core.on_image(
-            robot, feature, self._stamp(robot, feature, stamp), image))
+            robot, feature, self._stamp(robot, feature, msg.stamp_ns), image))
 
     def on_compressed(self, robot, feature, msg):
         """Hand a compressed image to the core."""
@@ -467,11 +447,11 @@ class PolicyServerNode(Node):
             self._serve_lock.release()
 
     def _publish(self, answer: Answer):
-        """Publish an answer as a serialized ActionChunk (see transport/cdr.py for why)."""
+        """Publish an answer as an ActionChunk."""
         positions = answer.positions if answer.positions is not None else np.zeros((0, 0))
         timings = answer.timings
         sec, nanosec = divmod(answer.capture_stamp_ns, 1_000_000_000)
-        raw = self.chunk_encoders[answer.robot].encode(
+        self.chunk_pubs[answer.robot].publish(
             sec=sec, nanosec=nanosec, session_id=answer.session_id,
             request_id=answer.request_id, joint_names=answer.joint_names,
             step_period=answer.step_period, positions=positions, error=answer.error,
@@ -481,7 +461,6 @@ class PolicyServerNode(Node):
         if answer.error:
             self.log_throttled('warning', (answer.robot, 'failed', answer.error[:40]),
                                f'request {answer.request_id}{where} not served: {answer.error}')
-        self.chunk_pubs[answer.robot].publish(raw)
         self.core.record_served(answer)
         if answer.error:
             return
@@ -546,7 +525,7 @@ class PolicyServerNode(Node):
 
 def main(args=None):
     """Run the policy server; exit 2 when the policy or the configuration is invalid."""
-    raise SystemExit(run_node(PolicyServerNode, args))
+    raise SystemExit(run_node(PolicyServerNode, args, config_errors=(TransportChoiceError,)))
 
 
 if __name__ == '__main__':

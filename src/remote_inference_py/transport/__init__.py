@@ -15,9 +15,16 @@
 """
 How messages travel between the nodes (imports ROS).
 
+Nodes use only the seam: :mod:`.endpoints` (joint states and chunks) and :mod:`.shared_images`
+(camera frames), which hand them the plain values of :mod:`.values` and never bytes, on either
+transport (``REMOTE_INFERENCE_TRANSPORT=fast|plain``, see :mod:`.endpoints`).
+
 - :mod:`.qos`: one QoS profile per role (joint states, commands, chunks, images, latched).
-- :mod:`.cdr`: encoders and decoders of the serialized messages on the hot paths.
-- :mod:`.image_cdr`: the fields of a serialized ``sensor_msgs/Image`` without a copy.
-- :mod:`.frame_ring`: the same-host shared-memory ring of camera frames.
+- :mod:`.values`: what nodes receive (pure: no ROS imports).
+- :mod:`.endpoints`: the seam for joint states and chunks, and the transport switch.
 - :mod:`.shared_images`: publishing and reading frames through the ring or as messages.
+- :mod:`.cdr`: encoders and decoders of the serialized messages on the hot paths (fast).
+- :mod:`.image_cdr`: the fields of a serialized ``sensor_msgs/Image`` without a copy (fast).
+- :mod:`.frame_ring`: the same-host shared-memory ring of camera frames (atomics and fences
+  from libatomic, correct on weakly ordered CPUs).
 """

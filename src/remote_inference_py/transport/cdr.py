@@ -42,10 +42,14 @@ same offsets without parsing again.
 """
 
 import struct
-from typing import NamedTuple, Sequence, Tuple
+from typing import Sequence, Tuple
 
 import numpy as np
 from rclpy.serialization import deserialize_message
+
+from remote_inference_py.transport.values import (
+    ActionChunkFields, from_action_chunk, from_joint_state, from_shared_image,
+    JointStateFields, SharedImageFields)
 
 STAMP = struct.Struct('<iI')       # a leading std_msgs/Header's stamp: right after the 4 bytes
 U32 = struct.Struct('<I')
@@ -343,14 +347,6 @@ def _stamp_ns(sec: int, nanosec: int) -> int:
     return sec * 1_000_000_000 + nanosec
 
 
-class JointStateFields(NamedTuple):
-    """What we use of a ``sensor_msgs/JointState``; ``positions`` [rad] may view the bytes."""
-
-    stamp_ns: int
-    names: Tuple[str, ...]
-    positions: np.ndarray
-
-
 class JointStateDecoder:
     """Read ``sensor_msgs/JointState`` bytes (velocity and effort, never used, are skipped)."""
 
@@ -366,9 +362,7 @@ class JointStateDecoder:
                                     np.frombuffer(raw, '<f8', count, at))
         if not is_plain_cdr(raw):
             from sensor_msgs.msg import JointState
-            msg = _foreign(raw, JointState)
-            return JointStateFields(_stamp_ns(msg.header.stamp.sec, msg.header.stamp.nanosec),
-                                    tuple(msg.name), np.asarray(msg.position, dtype=np.float64))
+            return from_joint_state(_foreign(raw, JointState))
         reader = CdrReader(raw)
         stamp = _stamp_ns(reader.int32('header.stamp.sec'),
                           reader.uint32('header.stamp.nanosec'))
@@ -380,17 +374,6 @@ class JointStateDecoder:
             self._layout = _Layout(reader, [(4, 12), (end - positions.nbytes, end)], False,
                                    (names, end - positions.nbytes, positions.size))
         return JointStateFields(stamp, names, positions)
-
-
-class SharedImageFields(NamedTuple):
-    """A ``remote_inference/SharedImage`` reference."""
-
-    stamp_ns: int
-    frame_id: str
-    ring: str
-    slot: int
-    sequence: int
-    size: int
 
 
 class SharedImageDecoder:
@@ -410,10 +393,7 @@ class SharedImageDecoder:
                 U32.unpack_from(raw, size_at)[0])
         if not is_plain_cdr(raw):
             from remote_inference.msg import SharedImage
-            msg = _foreign(raw, SharedImage)
-            return SharedImageFields(_stamp_ns(msg.header.stamp.sec, msg.header.stamp.nanosec),
-                                     msg.header.frame_id, msg.ring, msg.slot, msg.sequence,
-                                     msg.size)
+            return from_shared_image(_foreign(raw, SharedImage))
         reader = CdrReader(raw)
         stamp = _stamp_ns(reader.int32('header.stamp.sec'),
                           reader.uint32('header.stamp.nanosec'))
@@ -430,23 +410,6 @@ class SharedImageDecoder:
                          (size_at, size_at + 4)], True,
                 (frame_id, ring, slot_at, sequence_at, size_at))
         return SharedImageFields(stamp, frame_id, ring, slot, sequence, size)
-
-
-class ActionChunkFields(NamedTuple):
-    """A ``remote_inference/ActionChunk``; ``positions`` is flat float32 (may view the bytes)."""
-
-    stamp_ns: int
-    session_id: str
-    request_id: int
-    joint_names: Tuple[str, ...]
-    step_period: float
-    step_count: int
-    positions: np.ndarray
-    error: str
-    queue_wait_ms: float
-    preprocess_ms: float
-    inference_ms: float
-    postprocess_ms: float
 
 
 class ActionChunkDecoder:
@@ -469,12 +432,7 @@ class ActionChunkDecoder:
                 *TIMINGS.unpack_from(raw, timings_at))
         if not is_plain_cdr(raw):
             from remote_inference.msg import ActionChunk
-            msg = _foreign(raw, ActionChunk)
-            return ActionChunkFields(
-                _stamp_ns(msg.header.stamp.sec, msg.header.stamp.nanosec), msg.session_id,
-                msg.request_id, tuple(msg.joint_names), msg.step_period, msg.step_count,
-                np.asarray(msg.positions, dtype=np.float32), msg.error, msg.queue_wait_ms,
-                msg.preprocess_ms, msg.inference_ms, msg.postprocess_ms)
+            return from_action_chunk(_foreign(raw, ActionChunk))
         reader = CdrReader(raw)
         stamp = _stamp_ns(reader.int32('header.stamp.sec'),
                           reader.uint32('header.stamp.nanosec'))

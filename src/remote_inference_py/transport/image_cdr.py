@@ -37,33 +37,13 @@ naming the field; any other encapsulation (e.g. XCDR2 from a foreign RMW) is lef
 own deserializer.
 """
 
-import dataclasses
 import struct
-from typing import Any, Tuple
+from typing import Tuple
 
 import numpy as np
 
 from remote_inference_py.transport.cdr import CdrReader
-
-
-@dataclasses.dataclass
-class ImageFields:
-    """The fields of one decoded ``sensor_msgs/Image``; ``data`` views the received bytes."""
-
-    sec: int
-    nanosec: int
-    frame_id: str
-    height: int
-    width: int
-    encoding: str
-    is_bigendian: bool
-    step: int
-    data: Any
-
-    @property
-    def stamp_ns(self) -> int:
-        """The header stamp [ns]."""
-        return self.sec * 1_000_000_000 + self.nanosec
+from remote_inference_py.transport.values import ImageFields
 
 
 def _string(text: str, offset: int) -> bytes:

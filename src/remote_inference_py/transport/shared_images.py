@@ -24,19 +24,31 @@ another host), or always when sharing is off or the ring cannot be created (name
 then drops that subscription (so the publisher stops sending the full image) and reads the
 ring; it subscribes ``<topic>`` again when the ring cannot be opened here (another host or
 user: logged once) or the ``/shm`` publisher goes away (checked by :meth:`ImageInput.update`,
-which the node calls every second). Both paths hand the same serialized Image bytes on, so
-the server validates and decodes them the same way.
+which the node calls every second). Either way the node gets an :class:`~.values.ImageFields`
+(``on_image``), or ``on_reject(code, text)`` for a frame that cannot be read.
+
+Both work on both transports (:mod:`.endpoints`). On the fast one the ring holds the Image's
+bytes as :mod:`.image_cdr` writes them and the references are read and written by
+:mod:`.cdr`. On the plain one the ring holds what rclpy's ``serialize_message`` makes of an
+Image (read back with its ``deserialize_message``), and references and full images are typed
+messages: slower, but no CDR code of ours is used. The bytes in the ring are an ordinary
+serialized Image either way, so writer and reader need not use the same transport.
 """
 
+import array
+
 import numpy as np
+from rclpy.serialization import deserialize_message, serialize_message
 from remote_inference.msg import SharedImage
 from sensor_msgs.msg import Image
 
 from remote_inference_py.transport.cdr import (
-    CdrError, SharedImageDecoder, SharedImageEncoder, STAMP)
+    is_plain_cdr, SharedImageDecoder, SharedImageEncoder, STAMP)
+from remote_inference_py.transport.endpoints import PLAIN, subscribe, transport_choice
 from remote_inference_py.transport.frame_ring import (
     FrameGone, RingError, RingReader, RingUnavailable, RingWriter, SHM_DIR)
-from remote_inference_py.transport.image_cdr import image_parts
+from remote_inference_py.transport.image_cdr import decode_image, image_parts
+from remote_inference_py.transport.values import from_image, from_shared_image
 
 SHARED_SUFFIX = '/shm'
 
@@ -45,8 +57,9 @@ class ImagePublisher:
     """Publish camera frames, through shared memory when ``share`` (one writing thread)."""
 
     def __init__(self, node, topic, qos_profile, share=True, label='frames',
-                 directory=SHM_DIR):
+                 directory=SHM_DIR, transport=None):
         self.node, self.topic, self.label, self.directory = node, topic, label, directory
+        self.plain = transport_choice(transport) == PLAIN
         self.image_pub = node.create_publisher(Image, topic, qos_profile)
         self.shared_pub = (node.create_publisher(SharedImage, topic + SHARED_SUFFIX,
                                                  qos_profile) if share else None)
@@ -60,6 +73,9 @@ class ImagePublisher:
     def publish(self, sec, nanosec, frame_id, frame, encoding):
         """Publish one frame (h x w x c numpy array) captured at ``sec``/``nanosec``."""
         frame = np.ascontiguousarray(frame)
+        if self.plain:
+            self._publish_plain(sec, nanosec, frame_id, frame, encoding)
+            return
         key = (frame_id, frame.shape, frame.dtype, encoding)
         if key != self._head_key:   # serialized once per layout (see transport/cdr.py)
             self._head_key, self._head = key, image_parts(0, 0, frame_id, frame, encoding)[0]
@@ -68,13 +84,26 @@ class ImagePublisher:
         STAMP.pack_into(head, 4, sec, nanosec)
         pixels = frame.reshape(-1).view(np.uint8).data
         if self.shared_pub is not None:
-            self._share(head, pixels, sec, nanosec, frame_id)
+            self._share((head, pixels), sec, nanosec, frame_id)
         if self.shared_pub is None or self.image_pub.get_subscription_count() > 0:
             self.image_pub.publish(b''.join((head, pixels)))
             self.full += 1
 
-    def _share(self, head, pixels, sec, nanosec, frame_id):
-        size = len(head) + pixels.nbytes
+    def _publish_plain(self, sec, nanosec, frame_id, frame, encoding):
+        """Publish through rclpy's own messages and serialization (the plain transport)."""
+        msg = Image(height=int(frame.shape[0]), width=int(frame.shape[1]), encoding=encoding,
+                    step=int(np.prod(frame.shape[1:])) * frame.itemsize,
+                    data=array.array('B', frame.reshape(-1).view(np.uint8).tobytes()))
+        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
+        msg.header.frame_id = frame_id
+        if self.shared_pub is not None:
+            self._share((serialize_message(msg),), sec, nanosec, frame_id)
+        if self.shared_pub is None or self.image_pub.get_subscription_count() > 0:
+            self.image_pub.publish(msg)
+            self.full += 1
+
+    def _share(self, parts, sec, nanosec, frame_id):
+        size = sum(memoryview(part).nbytes for part in parts)
         if self.ring is None or size > self.ring.slot_bytes:
             try:
                 ring = RingWriter(self.label, size, directory=self.directory)
@@ -88,10 +117,16 @@ class ImagePublisher:
             if self.ring is not None:
                 self.ring.close()
             self.ring, self._refs = ring, None
-        if self._refs is None:
-            self._refs = SharedImageEncoder(frame_id, self.ring.name)
-        slot, sequence = self.ring.write(head, pixels)
-        self.shared_pub.publish(self._refs.encode(sec, nanosec, slot, sequence, size))
+        slot, sequence = self.ring.write(*parts)
+        if self.plain:
+            ref = SharedImage(ring=self.ring.name, slot=slot, sequence=sequence, size=size)
+            ref.header.stamp.sec, ref.header.stamp.nanosec = sec, nanosec
+            ref.header.frame_id = frame_id
+            self.shared_pub.publish(ref)
+        else:
+            if self._refs is None:
+                self._refs = SharedImageEncoder(frame_id, self.ring.name)
+            self.shared_pub.publish(self._refs.encode(sec, nanosec, slot, sequence, size))
         self.shared += 1
 
     def close(self):
@@ -102,27 +137,48 @@ class ImagePublisher:
 
 
 class ImageInput:
-    """One camera stream into the policy server: ``on_raw(bytes)`` gets each Image's bytes."""
+    """
+    One camera stream into the policy server: ``on_image(ImageFields)`` gets each frame.
 
-    def __init__(self, node, topic, qos_profile, on_raw, on_reject):
+    ``on_reject(code, text)`` gets what could not be read: ``malformed`` (bytes that are no
+    Image, or a malformed reference), ``deserialize`` (rclpy could not read them),
+    ``overwritten`` (the ring moved on before the frame was copied), ``shared_memory``.
+    """
+
+    def __init__(self, node, topic, qos_profile, on_image, on_reject, transport=None):
         self.node, self.topic, self.qos = node, topic, qos_profile
-        self.on_raw, self.on_reject = on_raw, on_reject
+        self.on_image, self.on_reject = on_image, on_reject
+        self.transport = transport_choice(transport)
+        self.plain = self.transport == PLAIN
         self.reader = None
         self.unavailable = set()
         self.proven = False
         self.image_sub = None
-        self.decoder = SharedImageDecoder()
-        node.create_subscription(SharedImage, topic + SHARED_SUFFIX, self.on_shared,
-                                 qos_profile, raw=True)
+        subscribe(node, SharedImage, topic + SHARED_SUFFIX, self.on_shared, qos_profile,
+                  decoder=SharedImageDecoder(), convert=from_shared_image,
+                  on_malformed=lambda text: on_reject('malformed',
+                                                      f'malformed SharedImage: {text}'),
+                  transport=self.transport)
         self.update()
 
-    def on_shared(self, raw):
-        """Read a frame the serialized reference points at (or fall back to the topic)."""
+    def on_raw(self, raw):
+        """Decode an Image's serialized bytes (fast: our CDR reader; plain: rclpy's)."""
+        plain_cdr = not self.plain and is_plain_cdr(raw)
         try:
-            msg = self.decoder.decode(raw)
-        except CdrError as error:
-            self.on_reject('malformed', f'malformed SharedImage: {error}')
+            image = (decode_image(raw) if plain_cdr   # the pixels stay in the buffer
+                     else from_image(deserialize_message(raw, Image)))
+        except Exception as error:  # noqa: B902 - a bad frame must not stop the node
+            self.on_reject('malformed' if plain_cdr else 'deserialize',
+                           f'malformed Image: {error}')
             return
+        self.on_image(image)
+
+    def on_message(self, msg):
+        """Hand on an Image that rclpy deserialized (plain transport)."""
+        self.on_image(from_image(msg))
+
+    def on_shared(self, msg):
+        """Read the frame a reference points at (or fall back to the topic)."""
         if msg.ring in self.unavailable:
             return
         if self.reader is None or self.reader.name != msg.ring:
@@ -163,7 +219,8 @@ class ImageInput:
             self.node.get_logger().info(f'{self.topic}: reading frames through shared memory')
         elif not shared and self.image_sub is None:
             self.image_sub = self.node.create_subscription(
-                Image, self.topic, self.on_raw, self.qos, raw=True)
+                Image, self.topic, self.on_message if self.plain else self.on_raw, self.qos,
+                raw=not self.plain)
             self.proven = False
 
     def close(self):
