@@ -19,7 +19,8 @@ Each ``bench_<name>.py`` prints its own markdown tables and writes ``bench/resul
 this runs them in turn, then writes all results into one document, ``bench/results/README.md``
 (date, machine, every table), prints it, and exits non-zero if a benchmark failed. Benchmarks
 measure, they do not pass or fail, and CI does not run them. Budget: under 15 minutes on a
-2-core machine.
+2-core machine. Soaks (``SOAKS``, 40 minutes and more) run only by name:
+``./run bench presence``.
 """
 
 import os
@@ -30,12 +31,17 @@ import sys
 import time
 
 
+SOAKS = ('bench_presence.py',)
+
+
 def main():
     """Run each bench_*.py in its own process."""
     here = pathlib.Path(__file__).resolve().parent
     failed = []
     begin = time.monotonic()
     for script in sorted(here.glob('bench_*.py')):
+        if script.name in SOAKS:
+            continue
         print(f'\n# {script.stem}\n', flush=True)
         start = time.monotonic()
         if subprocess.run([sys.executable, str(script)]).returncode != 0:

@@ -38,7 +38,8 @@ class StatusPrinter(Node):
 
     def on_status(self, msg):
         """Print one status line."""
-        print(f'STATUS {msg.state_name} ticks={msg.ticks} chunks={msg.chunks_accepted} '
+        print(f'STATUS {msg.state_name} ticks={msg.ticks} dispatched={msg.dispatched_ticks} '
+              f'chunks={msg.chunks_accepted} '
               f'starved={msg.starved_ticks} dropped={msg.chunks_dropped} '
               f'presence={msg.server_presence} seen={msg.server_last_seen_s:.2f} '
               f'session={msg.session_id} msg={msg.message}',
