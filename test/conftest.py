@@ -47,7 +47,8 @@ LEVELS = {
     'pure': """
     bringup_plan calibration cdr control_table evaluation_cli evaluation_expert
     evaluation_learned evaluation_simtime evaluation_stats evaluation_task executor_admission
-    executor_config executor_core executor_properties feetech_bus frame_ring hardware_backend
+    cameras compressed executor_config executor_core executor_properties feetech_bus frame_ring
+    hardware_backend
     hardware_commands image_cdr layout lerobot_runtime lint merge params policy_admission
     policy_core policy_export policy_images policy_manifest policy_models policy_observation
     policy_runtimes readme_python_example refill semantics ticker

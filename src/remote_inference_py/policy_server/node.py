@@ -39,6 +39,9 @@ name                           dir    type                             QoS
 
 Camera topics: ``observation.images.<camera>`` reads ``cameras/<camera>/image_raw`` unless the
 manifest's ``topic`` or the ``feature_topics`` parameter (``feature=topic``) says otherwise.
+With ``image_transport: compressed`` (a server on another host than the arm) the default and
+manifest camera topics get ``/compressed`` appended: the hardware interface then sends JPEG
+frames (``sensor_msgs/CompressedImage``) and no raw Image crosses the link.
 A raw camera whose publisher offers its frames through shared memory on this host
 (``<camera topic>/shm``, remote_inference/SharedImage, see :mod:`..common.shared_images`) is
 read from there once a frame has come through; the Image topic is read otherwise, and again
@@ -99,6 +102,7 @@ SUMMARY_PERIOD_S = 5.0
 IMAGE_PATH_CHECK_S = 1.0
 ERROR_LOG_PERIOD_S = 5.0
 COMPRESSED_SUFFIX = '/compressed'
+IMAGE_TRANSPORTS = ('raw', 'compressed')
 T = ParameterType
 
 # Read-only unless marked otherwise. A default of None: a list left unset.
@@ -133,6 +137,10 @@ PARAMETERS = {spec.name: spec for spec in (
     ParamSpec('feature_topics', None, T.PARAMETER_STRING_ARRAY,
               'feature=topic overrides for image and privileged features; a topic ending in '
               '/compressed is read as sensor_msgs/CompressedImage.'),
+    ParamSpec('image_transport', 'raw', T.PARAMETER_STRING,
+              'raw (sensor_msgs/Image, or shared memory on the same host) or compressed (read '
+              '<camera topic>/compressed: JPEG, for a server on another host); feature_topics '
+              'entries are used as written.'),
     ParamSpec('rotate_180', None, T.PARAMETER_STRING_ARRAY,
               'Image features to rotate by 180 degrees (cameras mounted upside down).'),
     ParamSpec('chunk_length', 0, T.PARAMETER_INTEGER,
@@ -232,6 +240,10 @@ class PolicyServerNode(Node):
         if len(options.demo_image_size) != 2 or min(options.demo_image_size) < 1:
             raise ConfigError(f"parameter 'demo_image_size' must be [height, width], got "
                               f'{list(options.demo_image_size)}')
+        if params['image_transport'] not in IMAGE_TRANSPORTS:
+            raise ConfigError(f"parameter 'image_transport' is {params['image_transport']!r}; "
+                              f'expected one of {", ".join(IMAGE_TRANSPORTS)}')
+        self.image_transport = params['image_transport']
         try:
             topics = parse_feature_topics(params['feature_topics'])
             settings = ServerSettings(
@@ -314,6 +326,10 @@ class PolicyServerNode(Node):
         topics = {}
         for name, feature in inputs.items():
             topic = overrides.get(name) or feature.topic or default_topic(feature)
+            if (name not in overrides and feature.is_image and topic
+                    and self.image_transport == 'compressed'
+                    and not topic.endswith(COMPRESSED_SUFFIX)):
+                topic += COMPRESSED_SUFFIX
             if not topic:
                 raise ValueError(f'no topic for feature {name!r}: add "{name}=<topic>" to '
                                  'the parameter feature_topics')

@@ -20,4 +20,5 @@ How messages travel between the nodes (imports ROS).
 - :mod:`.image_cdr`: the fields of a serialized ``sensor_msgs/Image`` without a copy.
 - :mod:`.frame_ring`: the same-host shared-memory ring of camera frames.
 - :mod:`.shared_images`: publishing and reading frames through the ring or as messages.
+- :mod:`.compressed`: JPEG frames as serialized ``sensor_msgs/CompressedImage`` (another host).
 """
