@@ -54,7 +54,8 @@ LEVELS = {
     policy_runtimes readme_python_example refill semantics ticker
     """,
     'ros': """
-    bringup_graph executor_node fixtures hardware_node interfaces lerobot_server_node node_main
+    bringup_graph camera_node executor_node fixtures hardware_node interfaces lerobot_server_node
+    node_main
     policy_server_node recording shared_images sim
     """,
     'system': """

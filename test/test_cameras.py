@@ -20,25 +20,13 @@ sources put at the device seam stall, fail or change size. Deadlines only bound 
 import threading
 import time
 
-import cv2
+from camera_sources import write_video
 import numpy as np
 import pytest
 
 from remote_inference_py.hardware.cameras import (
     CameraConfig, CameraConfigError, CameraOpenError, CameraReader, CameraSet, CameraSizeError,
     open_opencv, parse_cameras)
-
-
-def write_video(path, width, height, frames=30, fps=30.0):
-    """Write an MJPG AVI: a red square top-left, a brightness that counts the frames."""
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*'MJPG'), fps, (width, height))
-    assert writer.isOpened()
-    for index in range(frames):
-        frame = np.full((height, width, 3), 40 + 4 * index % 200, np.uint8)
-        frame[:height // 4, :width // 4] = (0, 0, 255)   # BGR red
-        writer.write(frame)
-    writer.release()
-    return str(path)
 
 
 class Collector:

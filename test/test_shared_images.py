@@ -19,7 +19,7 @@ import os
 import numpy as np
 import pytest
 from remote_inference.msg import SharedImage
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import CompressedImage, Image
 import test_policy_server_node as server_test
 
 from remote_inference_py.transport import qos
@@ -176,6 +176,56 @@ def test_when_no_ring_can_be_made_every_frame_goes_on_the_topic(ros, tmp_path):
     camera.publish(1, 2, 'b_camera', np.zeros((4, 5, 3), np.uint8), 'rgb8')
     assert camera.shared_pub is None and camera.ring is None and camera.full == 1
     assert node.count_publishers('cams/b/image_raw/shm') == 0
+
+
+class CompressingRobot(SharingRobot):
+    """The test robot, its camera also offering JPEG frames as the hardware interface does."""
+
+    def __init__(self, ros):
+        server_test.Robot.__init__(self, ros, camera='raw')
+        self.node.destroy_publisher(self.image_pub)
+        self.camera_pub = ImagePublisher(self.node, TOPIC, qos.IMAGES, True, 'front',
+                                         jpeg_quality=90)
+
+
+def test_a_server_configured_for_compressed_frames_gets_only_jpeg(processes, ros):
+    node, spinner = ros
+    robot = CompressingRobot(ros)
+    camera = robot.camera_pub
+    for _ in range(3):   # nobody subscribes yet: nothing is compressed
+        robot.publish_frame(red_right())
+    assert camera.compressed == 0 and camera.jpeg.frames == 0
+    server = processes.console_script('policy_server', node_name='policy_server',
+                                      params={**SERVER, 'image_transport': 'compressed'})
+    session = admitted(server, robot)
+    assert f'{TOPIC}/compressed -> observation.images.front' in server.output()
+    spinner.until(lambda: camera.compressed_pub.get_subscription_count() > 0, 10,
+                  'server on /compressed')
+    chunk = serve(robot, session, 1)
+    assert camera.compressed >= 3 and camera.full == 0, 'no raw Image was sent'
+    assert camera.image_pub.get_subscription_count() == 0
+    assert node.count_subscribers(TOPIC + '/shm') == 0
+    assert np.isfinite(chunk).all()
+    camera.close()
+
+
+def test_the_compressed_topic_carries_frames_only_while_someone_subscribes(ros):
+    node, spinner = ros
+    camera = ImagePublisher(node, 'cams/c/image_raw', qos.IMAGES, False, 'c', jpeg_quality=50)
+    frame = red_right()
+    camera.publish(1, 2, 'c_camera', frame, 'rgb8')
+    assert camera.compressed == 0
+    received = []
+    node.create_subscription(CompressedImage, 'cams/c/image_raw/compressed', received.append,
+                             qos.IMAGES)
+    spinner.until(lambda: camera.compressed_pub.get_subscription_count() > 0, 10, 'matched')
+    camera.publish(1, 3, 'c_camera', frame, 'bgr8')
+    spinner.until(lambda: received, 5, 'a compressed frame')
+    msg = received[0]
+    assert camera.compressed == 1 and msg.format == 'bgr8; jpeg compressed bgr8'
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == (
+        1, 3, 'c_camera')
+    assert bytes(msg.data[:2]) == b'\xff\xd8', 'a JPEG'
 
 
 @pytest.fixture(autouse=True)

@@ -80,6 +80,10 @@ FrameCallback = Callable[[str, np.ndarray, float, str], None]
 (monotonic) and its encoding (rgb8 or bgr8)."""
 
 
+def _discard(name, frame, stamp, encoding):
+    """Drop a frame (what a closed reader hands frames to)."""
+
+
 class CameraError(RuntimeError):
     """A camera problem; the message names the camera and its source."""
 
@@ -361,6 +365,7 @@ class CameraReader:
         with self._lock:
             if helper.is_alive():
                 outcome['abandoned'] = True
+                self.on_frame = _discard   # the stuck thread must not keep the consumer alive
                 raise CameraOpenError(f'{self.label} opened but delivered no frame within '
                                       f'{limit:g} s')
         if 'error' in outcome:
@@ -507,6 +512,9 @@ class CameraReader:
     def close(self, timeout_s: float = 2.0) -> bool:
         """Stop the thread and release the device; False when the thread is stuck in it."""
         self._stop.set()
+        # A thread stuck in the driver keeps this reader alive, but not the consumer (the node
+        # and its DDS participant must be finalized at exit).
+        self.on_frame = _discard
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout_s)
