@@ -59,7 +59,7 @@ LEVELS = {
     policy_server_node recording shared_images sim
     """,
     'system': """
-    build_and_setup demo evaluation_realtime launch_cli system two_hosts
+    build_and_setup camera_system demo evaluation_realtime launch_cli system two_hosts
     """,
 }
 LEVEL_OF = {f'test_{name}.py': level for level, names in LEVELS.items() for name in names.split()}
