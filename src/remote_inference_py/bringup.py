@@ -159,7 +159,7 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
     if record and os.path.exists(bag_dir):
         raise ValueError(f'bag_dir {bag_dir!r} exists already (a bag needs a new folder)')
     if image_transport and image_transport not in IMAGE_TRANSPORTS:
-        raise ValueError(f"image_transport {image_transport!r} is not one of "
+        raise ValueError(f'image_transport {image_transport!r} is not one of '
                          f"{', '.join(IMAGE_TRANSPORTS)}")
     if cameras and backend != 'feetech':
         raise ValueError('cameras are for the real arm (backend feetech); the sim renders its '
