@@ -746,6 +746,9 @@ class HardwareInterfaceNode(LifecycleNode):
         summary = runner.summary()
         if self.cameras is not None:
             summary += f'; cameras: {self.cameras.summary()}'
+        if self.image_pubs:
+            summary += '; sent: ' + ', '.join(f'{name} {pub.counts()}'
+                                              for name, pub in self.image_pubs.items())
         if summary != self.last_summary:
             self.last_summary = summary
             self.get_logger().info(f'[{runner.state}] {summary}')

@@ -116,6 +116,10 @@ class ImagePublisher:
         self.shared_pub.publish(self._refs.encode(sec, nanosec, slot, sequence, size))
         self.shared += 1
 
+    def counts(self):
+        """Frames sent so far: '<raw> raw, <shared> shm, <jpeg> jpeg'."""
+        return f'{self.full} raw, {self.shared} shm, {self.compressed} jpeg'
+
     def close(self):
         """Remove the ring (call after the last publish)."""
         if self.ring is not None:
