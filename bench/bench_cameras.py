@@ -292,7 +292,7 @@ def main(argv=None):
             f'`./run bench cameras --seconds {options.seconds:g}`\n\n'
             f'{WIDTH}x{HEIGHT} rgb8 at {RATE_HZ:g} Hz per camera, frames from {source} with '
             f'sensor-like noise; sender and receiver are separate processes, Fast DDS over '
-            f'UDP only on 127.0.0.1; JPEG quality {QUALITY}; decode = the policy server\'s '
+            f"UDP only on 127.0.0.1; JPEG quality {QUALITY}; decode = the policy server's "
             f'decoders to an RGB array. {options.seconds:g} s per cell after a 1 s warm-up.\n\n'
             + table(rows) + '\n\n'
             'answered: frames that reached the receiver whole and were answered. A raw frame '
