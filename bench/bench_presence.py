@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-Soak: does server presence survive a loaded CPU and a flaky link, and does anything grow?
+Soak: server presence through a loaded CPU and a flaky link, and whether anything grows.
 
 Two runs of the whole simulated system (hardware interface with the MuJoCo SO-101, policy
 server with the built-in demo policy and ``extra_latency_s`` 0.1 s, executor with autostart),

@@ -22,6 +22,9 @@ and the tests); this file only maps it onto launch actions. Examples::
     ros2 launch remote_inference bringup.launch.py backend:=feetech port:=/dev/ttyACM0
     ros2 launch remote_inference bringup.launch.py side:=server checkpoint:=/models/act.pt2
     ros2 launch remote_inference bringup.launch.py side:=robot record:=true bag_dir:=run1
+    ros2 launch remote_inference bringup.launch.py backend:=feetech side:=robot \
+        cameras:="{front: {type: opencv, index_or_path: /dev/video0, width: 640, height: 480,
+                  fps: 30}}"
 """
 
 import os
@@ -37,6 +40,7 @@ from launch.actions import (
 )
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
 
 from remote_inference_py import bringup
 from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
@@ -56,6 +60,13 @@ ARGUMENTS = (
                         'the robot side has stopped, the return included).'),
     ('bag_dir', '', 'Where record:=true writes; empty: ./remote_inference_<date-time>.'),
     ('task', '', 'Language instruction sent with each request; empty: the config value.'),
+    ('cameras', '', "Cameras of the real arm in LeRobot's --robot.cameras form, e.g. "
+                    '"{front: {type: opencv, index_or_path: /dev/video0, width: 640, height: '
+                    '480, fps: 30}}"; empty: the config file\'s (backend:=feetech).'),
+    ('image_transport', '', 'How the policy server reads cameras: raw or compressed (JPEG); '
+                            'empty: compressed with side:=server, else the config value.'),
+    ('record_images', 'false', 'true: record:=true also records every camera as JPEG '
+                               '(cameras/<name>/image_raw/compressed).'),
     ('log_level', 'info', 'Log level of every node (debug shows per-request details).'),
 )
 
@@ -64,12 +75,15 @@ def _launch_setup(context):
     values = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
     share = get_package_share_directory('remote_inference')
     record = values['record'].lower() in ('true', '1', 'yes')
+    record_images = values['record_images'].lower() in ('true', '1', 'yes')
     nodes = bringup.plan(
         side=values['side'], backend=values['backend'], port=values['port'],
         checkpoint=values['checkpoint'], device=values['device'],
         deployment=values['deployment'], config_file=values['config_file'],
         namespace=values['namespace'], task=values['task'], share_dir=share, record=record,
-        bag_dir=values['bag_dir'] or time.strftime('remote_inference_%Y%m%d_%H%M%S'))
+        bag_dir=values['bag_dir'] or time.strftime('remote_inference_%Y%m%d_%H%M%S'),
+        cameras=values['cameras'], image_transport=values['image_transport'],
+        record_images=record_images)
     actions = []
     if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ:
         profile = 'fastdds_shm.xml' if values['side'] == 'both' else 'fastdds_lan.xml'
@@ -81,7 +95,10 @@ def _launch_setup(context):
         actions.append(Node(
             package='remote_inference', executable=node.executable, name=node.name,
             namespace=node.namespace, output='screen', emulate_tty=True,
-            parameters=[p for p in (node.params_file, node.overrides) if p],
+            # Strings stay strings (launch would read '{front: ...}' or '42' as YAML).
+            parameters=[p for p in (node.params_file, {
+                k: ParameterValue(v, value_type=str) if isinstance(v, str) else v
+                for k, v in node.overrides.items()}) if p],
             arguments=['--ros-args', '--log-level', values['log_level']],
             # Our nodes stop when this launch process dies (SIGTERM or SIGKILL to it leaves
             # no orphan moving the arm; common/node_main.py), and stop cleanly on SIGINT:

@@ -47,17 +47,18 @@ LEVELS = {
     'pure': """
     analysis bringup_plan calibration cdr control_table evaluation_cli evaluation_expert
     evaluation_learned evaluation_simtime evaluation_stats evaluation_task executor_admission
-    executor_config executor_core executor_properties feetech_bus frame_ring hardware_backend
-    hardware_commands image_cdr layout lerobot_runtime lint merge node_configs params
-    policy_admission policy_core policy_export policy_images policy_manifest policy_models
-    policy_observation policy_runtimes readme_python_example refill semantics ticker
+    cameras compressed executor_config executor_core executor_properties feetech_bus frame_ring
+    hardware_backend hardware_commands image_cdr layout lerobot_runtime lint merge node_configs
+    params policy_admission policy_core policy_export policy_images policy_manifest
+    policy_models policy_observation policy_runtimes readme_python_example refill semantics
+    ticker
     """,
     'ros': """
-    bringup_graph endpoints executor_node fixtures hardware_node interfaces lerobot_server_node
-    node_main policy_server_node recording shared_images sim
+    bringup_graph camera_node endpoints executor_node fixtures hardware_node interfaces
+    lerobot_server_node node_main policy_server_node recording shared_images sim
     """,
     'system': """
-    build_and_setup demo evaluation_realtime launch_cli system two_hosts
+    build_and_setup camera_system demo evaluation_realtime launch_cli system two_hosts
     """,
 }
 LEVEL_OF = {f'test_{name}.py': level for level, names in LEVELS.items() for name in names.split()}

@@ -65,6 +65,8 @@ def test_overrides_reach_the_right_nodes(tmp_path, share):
     ({'config_file': '/nonexistent.yaml'}, "config file '/nonexistent.yaml'"),
     ({'checkpoint': '/nonexistent/act.pt2'}, "checkpoint '/nonexistent/act.pt2'"),
     ({'backend': 'feetech', 'port': '/dev/ttyNOPE'}, "serial port '/dev/ttyNOPE'"),
+    ({'image_transport': 'theora'}, "image_transport 'theora'"),
+    ({'cameras': '{front: {index_or_path: 0}}'}, 'cameras are for the real arm'),
 ])
 def test_bad_launch_arguments_are_named_before_anything_starts(kwargs, named, share):
     with pytest.raises(ValueError, match=named):
@@ -93,3 +95,26 @@ def test_param_args_format_values_as_the_ros_cli_parses_them():
                                'latency': 0.3, 'task': 'pick'}) == [
         '-p', 'autostart:=true', '-p', 'size:=[48, 64]', '-p', 'names:=[a, b]',
         '-p', 'latency:=0.3', '-p', 'task:=pick']
+
+
+def test_cameras_image_transport_and_record_images_reach_their_nodes(tmp_path, share):
+    port = tmp_path / 'ttyACM0'
+    port.write_text('')
+    text = '{front: {type: opencv, index_or_path: /dev/video0, width: 640, height: 480}}'
+    nodes = {n.name: n for n in bringup.plan(
+        backend='feetech', port=str(port), cameras=text, side='robot', record=True,
+        bag_dir=str(tmp_path / 'bag'), record_images=True, share_dir=share)}
+    assert nodes['hardware_interface'].overrides == {'backend': 'feetech', 'port': str(port),
+                                                     'cameras': text}
+    assert nodes['hardware_interface'].params_file.endswith('config/so101_feetech.yaml')
+    assert nodes['recorder'].overrides == {'bag_dir': str(tmp_path / 'bag'),
+                                           'record_images': True}
+    # A server on its own host reads JPEG frames unless told otherwise.
+    server = bringup.plan(side='server', share_dir=share)[0]
+    assert server.overrides == {'device': 'cpu', 'image_transport': 'compressed'}
+    raw = bringup.plan(side='server', image_transport='raw', share_dir=share)[0]
+    assert raw.overrides['image_transport'] == 'raw'
+    assert 'image_transport' not in bringup.plan(share_dir=share)[2].overrides
+    # The camera dictionary survives the ROS command line as one string.
+    assert bringup.param_args({'cameras': text, 'deployment': '42'}) == [
+        '-p', f"cameras:='{text}'", '-p', "deployment:='42'"]

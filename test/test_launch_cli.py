@@ -27,6 +27,7 @@ import re
 import signal
 import subprocess
 
+from camera_sources import write_video
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 import numpy as np
@@ -40,6 +41,7 @@ import yaml
 
 from remote_inference_py.analysis.summary import joint_vector
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.testing.emulator import EmulatorProcess
 from remote_inference_py.transport import qos
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -353,3 +355,22 @@ def test_a_lerobot_act_folder_through_ros2_launch(ros, launch_factory, tmp_path)
     assert 0.0 < last.p50_turnaround_s < 1.0 and last.max_turnaround_s < 2.0
     launch.signal(signal.SIGINT)
     watch.check_returned(launch)
+
+
+def test_the_real_arm_with_a_camera_through_ros2_launch(ros, launch_factory, tmp_path):
+    # backend:=feetech with the shipped config, the servos on the bus emulator and the
+    # camera given as LeRobot's dictionary on the command line (launch must pass it on as one
+    # string, not read it as YAML).
+    video = write_video(tmp_path / 'front.avi', 64, 48)
+    cameras = (f'{{front: {{type: opencv, index_or_path: {video}, width: 64, height: 48, '
+               'fps: 30, warmup_s: 0}}')
+    shafts = (850, 3400, 800, 3600, 950, 4000)   # mid-range with the default calibration
+    with EmulatorProcess(positions=shafts, speed=4000.0) as emulator:
+        launch = launch_factory('backend:=feetech', f'port:={emulator.port}', 'side:=robot',
+                                f'cameras:={cameras}')
+        node, spinner = ros
+        line = f"cameras: camera 'front' ({video}) 64x48 rgb8 -> cameras/front/image_raw"
+        spinner.until(lambda: line in launch.output() and 'active: torque on' in
+                      launch.output(), 60, 'the camera opened and the arm active')
+        launch.signal(signal.SIGINT)
+        assert launch.wait(timeout=40) == 0, launch.output()

@@ -135,6 +135,7 @@ def test_the_node_rooms_each_have_one_node():
 
 @pytest.mark.parametrize('module, absent', [
     ('remote_inference_py.hardware.node', 'scservo_sdk'),     # backend:=sim needs no servo SDK
+    ('remote_inference_py.hardware.node', 'cv2'),             # OpenCV only with cameras or JPEG
     ('remote_inference_py.policy_server.node', 'torch'),      # torch only with a model runtime
     ('remote_inference_py.executor.node', 'torch'),
     ('remote_inference_py.executor.node', 'mujoco'),

@@ -94,7 +94,18 @@ def test_no_usable_observation_in_time_is_an_error_naming_the_stream():
     assert 'no usable observation within observation_wait_s=0.05 s' in answer.error
     assert 'no joint_states sample captured at or after the earliest capture stamp' \
         in answer.error
+    assert answer.error.startswith('stale observation: '), answer.error
     assert core.stats.failures == {'observation': 1}
+
+
+def test_a_stream_that_never_delivered_is_a_missing_observation_not_a_stale_one():
+    core = make_core(observation_wait_s=0.05)
+    session = admit(core)
+    core.on_request(Request('', session, 1, 200 * MS))
+    [answer] = serve_one(core)
+    assert answer.positions is None
+    assert answer.error.startswith('missing observation: '), answer.error
+    assert 'no joint_states sample received yet' in answer.error
 
 
 def test_bad_joint_states_are_rejected_and_never_used():

@@ -20,7 +20,7 @@ import re
 import numpy as np
 import pytest
 from remote_inference.msg import SharedImage
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import CompressedImage, Image
 import test_policy_server_node as server_test
 
 from remote_inference_py.transport import qos
@@ -193,6 +193,56 @@ def ours_or_orphaned():
                       or not os.path.exists(f'/proc/{match.group(1)}')):
             found.add(name)
     return found
+
+
+class CompressingRobot(SharingRobot):
+    """The test robot, its camera also offering JPEG frames as the hardware interface does."""
+
+    def __init__(self, ros):
+        server_test.Robot.__init__(self, ros, camera='raw')
+        self.node.destroy_publisher(self.image_pub)
+        self.camera_pub = ImagePublisher(self.node, TOPIC, qos.IMAGES, True, 'front',
+                                         jpeg_quality=90)
+
+
+def test_a_server_configured_for_compressed_frames_gets_only_jpeg(processes, ros):
+    node, spinner = ros
+    robot = CompressingRobot(ros)
+    camera = robot.camera_pub
+    for _ in range(3):   # nobody subscribes yet: nothing is compressed
+        robot.publish_frame(red_right())
+    assert camera.compressed == 0 and camera.jpeg.frames == 0
+    server = processes.console_script('policy_server', node_name='policy_server',
+                                      params={**SERVER, 'image_transport': 'compressed'})
+    session = admitted(server, robot)
+    assert f'{TOPIC}/compressed -> observation.images.front' in server.output()
+    spinner.until(lambda: camera.compressed_pub.get_subscription_count() > 0, 10,
+                  'server on /compressed')
+    chunk = serve(robot, session, 1)
+    assert camera.compressed >= 3 and camera.full == 0, 'no raw Image was sent'
+    assert camera.image_pub.get_subscription_count() == 0
+    assert node.count_subscribers(TOPIC + '/shm') == 0
+    assert np.isfinite(chunk).all()
+    camera.close()
+
+
+def test_the_compressed_topic_carries_frames_only_while_someone_subscribes(ros):
+    node, spinner = ros
+    camera = ImagePublisher(node, 'cams/c/image_raw', qos.IMAGES, False, 'c', jpeg_quality=50)
+    frame = red_right()
+    camera.publish(1, 2, 'c_camera', frame, 'rgb8')
+    assert camera.compressed == 0
+    received = []
+    node.create_subscription(CompressedImage, 'cams/c/image_raw/compressed', received.append,
+                             qos.IMAGES)
+    spinner.until(lambda: camera.compressed_pub.get_subscription_count() > 0, 10, 'matched')
+    camera.publish(1, 3, 'c_camera', frame, 'bgr8')
+    spinner.until(lambda: received, 5, 'a compressed frame')
+    msg = received[0]
+    assert camera.compressed == 1 and msg.format == 'bgr8; jpeg compressed bgr8'
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == (
+        1, 3, 'c_camera')
+    assert bytes(msg.data[:2]) == b'\xff\xd8', 'a JPEG'
 
 
 @pytest.fixture(autouse=True)

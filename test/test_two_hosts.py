@@ -20,7 +20,9 @@ separate /dev/shm and the link would otherwise not be the only path.
 
 The arm keeps moving across the link. A drop shorter than the presence lease (a Wi-Fi
 hiccup) costs at most a hold: the session carries on. When the link stays down, the executor
-holds, faults after the grace, returns the arm and exits non-zero.
+holds, faults after the grace, returns the arm and exits non-zero. A camera policy on the
+server host gets the robot's frames as JPEG (``image_transport: compressed``): no raw Image
+crosses.
 """
 
 import os
@@ -30,7 +32,11 @@ import subprocess
 import time
 import uuid
 
+from camera_sources import write_video
 import pytest
+import test_camera_node as camera_node
+import test_hardware_node as arm
+from test_hardware_node import emulator  # noqa: F401 - the fixture
 
 UDP_ONLY_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
 <dds xmlns="http://www.eprosima.com">
@@ -166,3 +172,36 @@ def test_arm_moves_across_the_link_and_faults_cleanly_when_it_is_cut(
     final = re.findall(r'^CMD t=\d+ (.*)$', arm.output(), re.M)[-1]
     assert max(abs(float(v)) for v in final.split()) < 1e-3, 'did not return to initial pose'
     assert server.proc.poll() is None, 'the server should still be running on its host'
+
+
+def test_a_camera_policy_on_the_server_host_gets_jpeg_frames_across_the_link(
+        two_hosts, emulator, processes, tmp_path):  # noqa: F811 - the fixture
+    # The robot host: servos through the bus emulator, a camera OpenCV reads from a video
+    # file. The server host: the demo policy looking at that camera. Only JPEG crosses.
+    env = udp_only_env(tmp_path)
+
+    def on(host):
+        return ['ip', 'netns', 'exec', two_hosts[host][0]]
+
+    video = write_video(tmp_path / 'front.avi', 160, 120, frames=60)
+    server = processes.console_script(
+        'policy_server', node_name='policy_server', prefix=on('server'), env=env,
+        params={'deployment': 'test', 'demo_cameras': ['front'], 'demo_image_size': [120, 160],
+                'image_transport': 'compressed', 'observation_wait_s': 0.5,
+                'semantics': 'si-radians-v1'})
+    hardware = processes.console_script(
+        'hardware_interface', node_name='hardware_interface', prefix=on('robot'), env=env,
+        params=arm.params(emulator, latency_timer_ms=16.0, cameras=camera_node.cameras(
+            video, 160, 120)))
+    printer = processes.peer('status_printer.py', prefix=on('robot'), env=env)
+    processes.console_script(
+        'executor', node_name='executor', prefix=on('robot'), env=env,
+        params={'deployment': 'test', 'autostart': True, 'starvation_grace_s': 2.0,
+                'return_speed_rad_s': 1.0, 'max_step_rad': 0.5, 'admission_timeout_s': 60.0,
+                'joint_lower_limits': [-3.0] * 6, 'joint_upper_limits': [3.0] * 6})
+    printer.wait_for_output(r'STATUS RUNNING .*chunks=([5-9]|\d\d)', timeout=90)
+    assert 'cameras/front/image_raw/compressed -> observation.images.front' in server.output()
+    assert 'shared memory' not in server.output()
+    # The hardware interface says what it sent: JPEG frames, and not one raw Image.
+    sent = hardware.wait_for_output(r'sent: front (\d+) raw, \d+ shm, ([1-9]\d*) jpeg', 30)
+    assert sent.group(1) == '0', sent.group(0)

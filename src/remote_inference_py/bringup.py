@@ -60,6 +60,12 @@ CAMERA = Topic('cameras/front/image_raw', 'sensor_msgs/msg/Image', 'images')
 # CAMERA itself only when these cannot be opened (another host) or are not offered.
 CAMERA_SHARED = Topic('cameras/front/image_raw/shm', 'remote_inference/msg/SharedImage',
                       'images')
+# The same frames as JPEG for another host (transport/compressed.py), sent only while
+# something subscribes: a policy server with image_transport compressed, or the recorder with
+# record_images.
+CAMERA_COMPRESSED = Topic('cameras/front/image_raw/compressed',
+                          'sensor_msgs/msg/CompressedImage', 'images')
+IMAGE_TRANSPORTS = ('raw', 'compressed')
 CUBE_POSE = Topic('sim/cube_pose', 'geometry_msgs/msg/PoseStamped', 'joint_states')
 REQUEST = Topic('policy/request', 'remote_inference/msg/InferenceRequest', 'commands')
 CHUNK = Topic('policy/chunk', 'remote_inference/msg/ActionChunk', 'chunks')
@@ -70,7 +76,7 @@ NODES = (
     NodeSpec(
         name='hardware_interface', executable='hardware_interface', side='robot',
         publishes=(JOINT_STATES, APPLIED_COMMAND, HARDWARE_INFO, CAMERA, CAMERA_SHARED,
-                   CUBE_POSE),
+                   CAMERA_COMPRESSED, CUBE_POSE),
         subscribes=(JOINT_COMMANDS,),
         description='Feetech servos or the MuJoCo SO-101: joint states, camera, commands.'),
     NodeSpec(
@@ -87,7 +93,7 @@ NODES = (
 
 # Topics that describe a run (images excluded: large, and not needed to diagnose timing).
 RECORD_TOPICS = tuple(sorted({t.name for n in NODES for t in n.publishes}
-                             - {CAMERA.name, CAMERA_SHARED.name}))
+                             - {CAMERA.name, CAMERA_SHARED.name, CAMERA_COMPRESSED.name}))
 
 
 def nodes_for_side(side):
@@ -119,7 +125,7 @@ class NodeLaunch:
 
 def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', device='cpu',
          deployment='', config_file='', namespace='', task='', share_dir='', record=False,
-         bag_dir=''):
+         bag_dir='', cameras='', image_transport='', record_images=False):
     """
     Decide what to start from the launch arguments; raise ValueError naming a bad one.
 
@@ -127,7 +133,11 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
     leave the value of the config file in force. Everything is checked before any node
     starts: a wrong backend, side, missing config file, checkpoint or serial port, or a bag
     folder that exists already stops the launch with a message naming it, so nothing moves.
-    ``record`` adds the recorder (``record`` console script) writing to ``bag_dir``.
+    ``record`` adds the recorder (``record`` console script) writing to ``bag_dir``, with
+    ``record_images`` also every camera's JPEG frames. ``cameras`` (LeRobot's camera
+    dictionary) replaces the config file's cameras of the real arm. ``image_transport`` is how
+    the policy server reads cameras: empty means compressed with ``side='server'`` (another
+    host than the arm: JPEG crosses the link) and the config file's value otherwise.
     """
     import os
     if backend not in BACKENDS:
@@ -148,17 +158,28 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
         raise ValueError('record is on but bag_dir is empty')
     if record and os.path.exists(bag_dir):
         raise ValueError(f'bag_dir {bag_dir!r} exists already (a bag needs a new folder)')
+    if image_transport and image_transport not in IMAGE_TRANSPORTS:
+        raise ValueError(f'image_transport {image_transport!r} is not one of '
+                         f"{', '.join(IMAGE_TRANSPORTS)}")
+    if cameras and backend != 'feetech':
+        raise ValueError('cameras are for the real arm (backend feetech); the sim renders its '
+                         'own (sim_cameras in the config file)')
+    if side == 'server' and not image_transport:
+        image_transport = 'compressed'
     overrides = {
         'hardware_interface': {'backend': backend, **({'port': port} if backend == 'feetech'
-                                                      else {})},
+                                                      else {}),
+                               **({'cameras': cameras} if cameras else {})},
         'executor': {k: v for k, v in (('deployment', deployment), ('task', task)) if v},
         'policy_server': {k: v for k, v in (('checkpoint', checkpoint), ('device', device),
-                                            ('deployment', deployment)) if v},
+                                            ('deployment', deployment),
+                                            ('image_transport', image_transport)) if v},
     }
     nodes = [NodeLaunch(s.executable, s.name, namespace, config_file, overrides[s.name])
              for s in specs]
     if record:
-        nodes.append(NodeLaunch('record', 'recorder', namespace, '', {'bag_dir': bag_dir}))
+        nodes.append(NodeLaunch('record', 'recorder', namespace, '', {
+            'bag_dir': bag_dir, **({'record_images': True} if record_images else {})}))
     return nodes
 
 
@@ -168,6 +189,10 @@ def parameter_text(value):
         return 'true' if value else 'false'
     if isinstance(value, (list, tuple)):
         return '[' + ', '.join(parameter_text(v) for v in value) + ']'
+    if isinstance(value, str):
+        import yaml
+        if yaml.safe_load(value or "''") != value:   # e.g. '{front: ...}' or '42': quote it
+            return yaml.safe_dump(value, default_style="'").strip().removesuffix('\n...')
     return str(value)
 
 

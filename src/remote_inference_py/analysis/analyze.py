@@ -18,7 +18,9 @@ Summarise and plot a recorded run: ``ros2 run remote_inference analyze BAG``.
 BAG is a rosbag2 folder (MCAP or sqlite3), from ``record:=true``, ``ros2 bag record`` or
 ``./run demo``. Prints the summary table and writes ``BAG/run.png`` (or ``--plot PATH``);
 ``--video`` also renders a run of the simulated arm to ``BAG/run.webp`` (or ``--video PATH``,
-``.webp`` or ``.gif``; see :mod:`.video`).
+``.webp`` or ``.gif``; see :mod:`.video`). When the bag holds camera frames
+(``record_images:=true``), also ``BAG/frames_<camera>.png``, a contact sheet of what the
+policy saw, and with ``--frames video`` (or ``both``) an MP4.
 """
 
 import argparse
@@ -26,6 +28,7 @@ import pathlib
 import sys
 
 from remote_inference_py.analysis.bag import read_bag
+from remote_inference_py.analysis.frames import write_frames
 from remote_inference_py.analysis.plot import plot_run
 from remote_inference_py.analysis.summary import format_summary, summarize
 
@@ -39,6 +42,8 @@ def main(argv=None):
     parser.add_argument('--video', nargs='?', const='', default=None, metavar='PATH',
                         help='also render the run of the simulated arm (default path: '
                         'BAG/run.webp; .webp or .gif)')
+    parser.add_argument('--frames', default='sheet', choices=('sheet', 'video', 'both', 'none'),
+                        help='what to write of recorded camera frames, next to the plot')
     options = parser.parse_args(argv)
     try:
         topics = read_bag(options.bag, options.namespace)
@@ -59,6 +64,16 @@ def main(argv=None):
             print(f'analyze: video: {error}', file=sys.stderr)
             return 1
         print(f'video: {path}')
+    kinds = {'sheet': ('sheet',), 'video': ('video',), 'both': ('sheet', 'video'),
+             'none': ()}[options.frames]
+    try:
+        written = write_frames(topics, pathlib.Path(png).parent, kinds,
+                               title=pathlib.Path(options.bag).name)
+    except (ValueError, OSError) as error:
+        print(f'analyze: camera frames: {error}', file=sys.stderr)
+        return 1
+    for path in written:
+        print(f'frames: {path}')
     return 0
 
 

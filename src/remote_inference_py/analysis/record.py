@@ -29,10 +29,16 @@ Unlike ``ros2 bag record``, it does not end on the same Ctrl+C as the robot: ask
 it keeps recording until the robot side's nodes (executor, hardware interface) have left the
 graph, so the bag holds the return to the initial position and the final states, or until
 ``stop_timeout_s``; then it closes the bag.
+
+With ``record_images`` (``record_images:=true`` at launch) it also records every camera as
+JPEG: it subscribes to each ``cameras/<name>/image_raw/compressed`` topic as it appears in the
+graph (the hardware interface compresses only while something subscribes), so the bag shows
+what the policy saw and ``analyze`` can make a contact sheet or a video of the run.
 """
 
 import importlib
 import os
+import re
 import threading
 import time
 
@@ -74,6 +80,18 @@ class Recorder:
                 lambda raw, full=full: self._write(full, raw),
                 qos.BY_ROLE[roles[topic]], raw=True)
 
+    def add_topic(self, full, type_name, qos_profile):
+        """Record one more topic from now on (absolute name)."""
+        with self.lock:
+            if full in self.counts or self.closed:
+                return False
+            self.writer.add_topic(full, type_name)
+            self.counts[full] = 0
+        self.node.create_subscription(message_class(type_name), full,
+                                      lambda raw, full=full: self._write(full, raw),
+                                      qos_profile, raw=True)
+        return True
+
     def _write(self, topic, raw):
         with self.lock:
             if self.closed:
@@ -99,6 +117,9 @@ ROBOT_SIDE_TOPICS = (bringup.STATUS.name, bringup.HARDWARE_INFO.name, bringup.JO
 PARAMETERS = (
     ParamSpec('bag_dir', '', ParameterType.PARAMETER_STRING,
               'Folder of the new bag (must not exist yet).'),
+    ParamSpec('record_images', False, ParameterType.PARAMETER_BOOL,
+              'Also record every camera as JPEG (cameras/<name>/image_raw/compressed, '
+              'subscribed as each appears).'),
     ParamSpec('stop_timeout_s', 30.0, ParameterType.PARAMETER_DOUBLE,
               'Asked to stop, keep recording until the robot side has left the graph, or '
               'this long at most [s].', low=0.0, high=3600.0, read_only=False),
@@ -124,7 +145,20 @@ class RecorderNode(Node):
         self.exit_code = 0
         self.stop_deadline = None
         self.create_timer(0.2, self.check_stop)
+        if self.settings['record_images']:
+            self.image_pattern = re.compile(
+                '^' + re.escape(self.prefix) + r'/cameras/[A-Za-z0-9_]+/image_raw/compressed$')
+            self.create_timer(0.5, self.find_cameras)
+            self.find_cameras()
         self.get_logger().info(f'recording {len(self.recorder.counts)} topics to {bag_dir}')
+
+    def find_cameras(self):
+        """Subscribe to camera JPEG topics that appeared since the last look."""
+        for name, types in self.get_topic_names_and_types():
+            if self.image_pattern.match(name) and 'sensor_msgs/msg/CompressedImage' in types:
+                if self.recorder.add_topic(name, 'sensor_msgs/msg/CompressedImage',
+                                           qos.IMAGES):
+                    self.get_logger().info(f'recording {name}')
 
     def robot_side_present(self):
         """Return True while a robot-side node still publishes."""

@@ -28,6 +28,8 @@ import dataclasses
 from typing import Optional, Tuple
 
 from remote_inference_py.hardware.backend import BACKENDS
+from remote_inference_py.hardware.cameras import (
+    CameraConfig, CameraConfigError, DEFAULT_STALL_TIMEOUT_S, parse_cameras)
 from remote_inference_py.hardware.runner import RunnerSettings
 from remote_inference_py.hardware.sim import SimConfig
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
@@ -78,6 +80,9 @@ class HardwareConfig:
     sim_real_time_factor: float = 1.0
     sim_initial_positions: Optional[Tuple[float, ...]] = None
     sim_simplify_meshes: bool = True
+    cameras: str = ''
+    camera_stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S
+    jpeg_quality: int = 80
 
     def __post_init__(self):
         """Store lists as tuples (unset limits as None) and check what ranges cannot."""
@@ -113,6 +118,17 @@ class HardwareConfig:
         self.runner_settings()
         if self.backend == 'sim':
             self.sim_config()
+        cameras = self.camera_configs()
+        if cameras and self.backend == 'sim':
+            raise ValueError("parameter 'cameras' is for the real arm (backend feetech); the "
+                             'sim renders sim_cameras')
+
+    def camera_configs(self) -> Tuple[CameraConfig, ...]:
+        """Return the real arm's cameras (LeRobot's dictionary in ``cameras``), parsed."""
+        try:
+            return parse_cameras(self.cameras)
+        except CameraConfigError as error:
+            raise ValueError(f"parameter 'cameras': {error}") from None
 
     def runner_settings(self) -> RunnerSettings:
         """Return the worker thread's timing and safety settings."""

@@ -32,11 +32,17 @@ name                          dir   type                            role
 ``hardware/info``             out   remote_inference/HardwareInfo   latched; on every change
 ``joint_commands``            in    JointState (by name) or         targets [rad]
                                     Float64MultiArray (in order)
-``cameras/<name>/image_raw``  out   sensor_msgs/Image (rgb8)        sim only, ``sim_cameras``;
-                                                                    with ``share_images`` only
-                                                                    while it has a subscriber
+``cameras/<name>/image_raw``  out   sensor_msgs/Image (rgb8, or     ``sim_cameras`` (sim) or
+                                    bgr8 by ``color_mode``)         ``cameras`` (feetech), each
+                                                                    stamped with its capture
+                                                                    time; with ``share_images``
+                                                                    only while it has a
+                                                                    subscriber
 ``<image topic>/shm``         out   remote_inference/SharedImage    each frame in shared memory
                                                                     (``share_images``)
+``<image topic>/compressed``  out   sensor_msgs/CompressedImage     JPEG (``jpeg_quality``),
+                                                                    only while it has a
+                                                                    subscriber (another host)
 ``sim/cube_pose``             out   geometry_msgs/PoseStamped       sim only, ``world`` frame,
                                                                     10 Hz
 ============================  ====  ==============================  =============================
@@ -73,10 +79,21 @@ initial pose meanwhile), then the arm holds and the bus is closed with torque of
 ``disable_torque_on_shutdown``. A second Ctrl+C at least 1 s after the first closes at once
 (repeats of the same stop do not; ``common/node_main.py``).
 
+Cameras of the real arm (``cameras``, LeRobot's camera dictionary, :mod:`.cameras`): opened
+on configure (one that cannot be opened, or delivers another size than configured, fails
+configure with a message naming it: exit code 2 under autostart); each has a thread of its
+own that captures and publishes, so a camera never delays the servo loop. A camera that is
+unplugged, stalls (no frame for ``camera_stall_timeout_s``) or changes size mid-run is named
+in ``hardware/info``'s message (``camera 'front' (/dev/video0) stalled: ...``) and logged;
+the state stays ``active`` and the arm keeps being driven: the policy server, which then has
+no fresh frame, answers with a stale-observation error and the executor holds and faults by
+its own rules. The message clears when frames come again (an unplugged camera is reopened).
+
 Threads: the node spins on one thread (``run_node``); the worker thread reads, writes and
 publishes ``joint_states`` and ``applied_command``; the sim's camera thread renders and
-publishes images. Torque services and lifecycle transitions do their (short) bus I/O in the
-service callback, serialized with the worker by the bus lock.
+publishes images; each real camera has a capture thread. Torque services and lifecycle
+transitions do their (short) bus I/O in the service callback, serialized with the worker by
+the bus lock.
 """
 
 import dataclasses
@@ -99,6 +116,7 @@ from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import build_config, declare_parameters, ParamSpec
 from remote_inference_py.hardware.backend import (
     BackendError, BackendFault, BackendOpenError, check_limits, limits_source)
+from remote_inference_py.hardware.cameras import CameraError, CameraSet, DEFAULT_STALL_TIMEOUT_S
 from remote_inference_py.hardware.commands import CommandLimits, CommandRejected
 from remote_inference_py.hardware.config import HardwareConfig, LIVE_FIELDS
 from remote_inference_py.hardware.runner import HardwareRunner, RunnerSink, Throttle
@@ -110,6 +128,7 @@ from remote_inference_py.transport.shared_images import ImagePublisher
 
 SUMMARY_PERIOD_S = 5.0
 CUBE_POSE_RATE_HZ = 10.0
+CAMERA_CHECK_PERIOD_S = 0.25
 T = ParameterType
 
 # Same names as HardwareConfig's fields. Read-only unless marked otherwise; the live ones can
@@ -178,6 +197,17 @@ PARAMETERS = {spec.name: spec for spec in (
               'Offer camera frames through shared memory (<image topic>/shm) to policy '
               'servers on this host; the Image topic then carries frames only while something'
               ' subscribes to it (sim).'),
+    ParamSpec('cameras', '', T.PARAMETER_STRING,
+              "Cameras of the real arm in LeRobot's --robot.cameras form, e.g. \"{front: "
+              '{type: opencv, index_or_path: /dev/video0, width: 640, height: 480, fps: 30}}"'
+              ' (feetech; empty: none). Keys: index_or_path, width, height, fps, color_mode, '
+              'rotation, warmup_s, fourcc.'),
+    ParamSpec('camera_stall_timeout_s', DEFAULT_STALL_TIMEOUT_S, T.PARAMETER_DOUBLE,
+              'A camera without a new frame for this long is reported stalled on '
+              'hardware/info [s] (feetech).', low=0.05, high=60.0),
+    ParamSpec('jpeg_quality', 80, T.PARAMETER_INTEGER,
+              'JPEG quality of <image topic>/compressed, encoded only while something '
+              'subscribes (another host); 0: no compressed topic.', low=0, high=100),
     ParamSpec('sim_image_width', 640, T.PARAMETER_INTEGER,
               'Image width [px] (sim).', low=1, high=4096),
     ParamSpec('sim_image_height', 480, T.PARAMETER_INTEGER,
@@ -240,7 +270,9 @@ class HardwareInterfaceNode(LifecycleNode):
     def __init__(self, **kwargs):
         super().__init__('hardware_interface', **kwargs)
         self.config = build_config(HardwareConfig, declare_parameters(self, PARAMETERS.values()))
-
+        self.camera_configs = self.config.camera_configs()   # the real arm's (feetech)
+        self.cameras = None
+        self.camera_problems = []
         self.finished = False
         self.exit_code = 0
         self.lock = threading.RLock()
@@ -268,10 +300,19 @@ class HardwareInterfaceNode(LifecycleNode):
             if self.config.sim_render:
                 self.image_pubs = {
                     camera: ImagePublisher(self, f'cameras/{camera}/image_raw', qos.IMAGES,
-                                           self.config.share_images, camera)
+                                           self.config.share_images, camera,
+                                           jpeg_quality=self.config.jpeg_quality)
                     for camera in self.config.sim_cameras}
             self.cube_pub = self.create_publisher(PoseStamped, 'sim/cube_pose',
                                                   qos.JOINT_STATES)
+        else:
+            self.image_pubs = {
+                camera.name: ImagePublisher(self, f'cameras/{camera.name}/image_raw', qos.IMAGES,
+                                            self.config.share_images, camera.name,
+                                            jpeg_quality=self.config.jpeg_quality)
+                for camera in self.camera_configs}
+        if self.camera_configs:
+            self.create_timer(CAMERA_CHECK_PERIOD_S, self.check_cameras)
         if self.config.command_format == 'joint_state':
             self.create_subscription(JointState, 'joint_commands', self.on_joint_command,
                                      qos.COMMANDS)
@@ -374,6 +415,10 @@ class HardwareInterfaceNode(LifecycleNode):
             backend.close(self.config.disable_torque_on_shutdown)
             return self._transition_failed(
                 'configure', f'{type(error).__name__}: {error}')
+        problem = self._open_cameras()
+        if problem:
+            backend.close(self.config.disable_torque_on_shutdown)
+            return self._transition_failed('configure', problem)
         for note in backend.notes:
             self.get_logger().info(note)
         for warning in backend.warnings:
@@ -460,8 +505,52 @@ class HardwareInterfaceNode(LifecycleNode):
         try:
             return runner.close(self.config.disable_torque_on_shutdown)
         finally:
+            self._close_cameras()
             for publisher in self.image_pubs.values():   # the camera thread has stopped
                 publisher.close()
+
+    # ---- cameras (hardware/cameras.py) ----------------------------------------------------
+
+    def _open_cameras(self):
+        """Open the real arm's cameras and start their threads; return a problem or ''."""
+        if not self.camera_configs or self.cameras is not None:
+            return ''
+        cameras = CameraSet(self.camera_configs, self.publish_image,
+                            stall_timeout_s=self.config.camera_stall_timeout_s)
+        try:
+            cameras.open()
+        except CameraError as error:
+            return str(error)
+        for note in cameras.notes:
+            self.get_logger().warning(note)
+        self.cameras = cameras
+        self.get_logger().info('cameras: ' + ', '.join(
+            f'{r.label} {r.size[0]}x{r.size[1]} {r.config.encoding} -> cameras/{name}/image_raw'
+            for name, r in cameras.readers.items()))
+        return ''
+
+    def _close_cameras(self):
+        cameras, self.cameras = self.cameras, None
+        if cameras is not None:
+            stuck = cameras.close()
+            if stuck:
+                self.get_logger().warning(f'camera thread(s) {stuck} still blocked in the '
+                                          'driver; left to the process exit')
+
+    def check_cameras(self):
+        """Report camera faults (and their end) on hardware/info and in the log."""
+        cameras = self.cameras
+        problems = cameras.problems() if cameras is not None else []
+        if [p[:2] for p in problems] == [p[:2] for p in self.camera_problems]:
+            self.camera_problems = problems   # same faults: keep the newest text, no re-publish
+            return
+        before = {name for name, _, _ in self.camera_problems}
+        for name, code, text in problems:
+            self.get_logger().error(f'camera fault [{code}]: {text}')
+        for name in before - {name for name, _, _ in problems}:
+            self.get_logger().info(f'camera {name!r} delivers frames again')
+        self.camera_problems = problems
+        self.publish_info()
 
     # ---- commands and services ----------------------------------------------------------
 
@@ -536,13 +625,13 @@ class HardwareInterfaceNode(LifecycleNode):
         sec, nanosec = divmod(self._stamp_ns(stamp), 1_000_000_000)
         publisher.publish(sec, nanosec, positions)
 
-    def publish_image(self, camera, frame, stamp):
-        """Publish one rendered rgb8 frame (called from the sim's camera thread)."""
+    def publish_image(self, camera, frame, stamp, encoding='rgb8'):
+        """Publish one frame captured at monotonic time ``stamp`` (from a camera thread)."""
         publisher = self.image_pubs.get(camera)
         if publisher is None:
             return
         sec, nanosec = divmod(self._stamp_ns(stamp), 1_000_000_000)
-        publisher.publish(sec, nanosec, f'{camera}_camera', frame, 'rgb8')
+        publisher.publish(sec, nanosec, f'{camera}_camera', frame, encoding)
 
     def publish_cube_pose(self, position, orientation, stamp):
         """Publish the cube pose in the world frame [m]."""
@@ -576,6 +665,9 @@ class HardwareInterfaceNode(LifecycleNode):
         info.state = self._info_state()
         if message is not None:
             info.message = message
+        if self.camera_problems:
+            info.message = '; '.join([m for m in (info.message,) if m]
+                                     + [text for _, _, text in self.camera_problems])
         key = (tuple(info.lower_limits), tuple(info.upper_limits), info.position_hold,
                info.torque_enabled, info.state, info.message)
         with self.info_lock:
@@ -591,6 +683,11 @@ class HardwareInterfaceNode(LifecycleNode):
         if runner is None:
             return
         summary = runner.summary()
+        if self.cameras is not None:
+            summary += f'; cameras: {self.cameras.summary()}'
+        if self.image_pubs:
+            summary += '; sent: ' + ', '.join(f'{name} {pub.counts()}'
+                                              for name, pub in self.image_pubs.items())
         if summary != self.last_summary:
             self.last_summary = summary
             self.get_logger().info(f'[{runner.state}] {summary}')

@@ -28,7 +28,7 @@ from typing import Dict, Optional, Tuple
 from remote_inference_py.contract.admission import PRESENCE_LEASE_S
 from remote_inference_py.policy_server.core import ServerSettings
 from remote_inference_py.policy_server.runtimes import RuntimeOptions
-from remote_inference_py.policy_server.topics import parse_feature_topics
+from remote_inference_py.policy_server.topics import IMAGE_TRANSPORTS, parse_feature_topics
 from remote_inference_py.robot.calibration import Calibration
 
 LIVE_FIELDS = ('idle_timeout_s', 'observation_wait_s', 'extra_latency_s')
@@ -67,6 +67,7 @@ class ServerConfig:
     inline_serve_max_ms: float = 2.0
     extra_latency_s: float = 0.0
     presence_lease_s: float = PRESENCE_LEASE_S
+    image_transport: str = 'raw'
 
     def __post_init__(self):
         """Store the lists as tuples and validate what the parameter ranges cannot."""
@@ -76,6 +77,9 @@ class ServerConfig:
         if len(self.demo_image_size) != 2 or min(self.demo_image_size) < 1:
             raise ValueError(f"parameter 'demo_image_size' must be [height, width], got "
                              f'{list(self.demo_image_size)}')
+        if self.image_transport not in IMAGE_TRANSPORTS:
+            raise ValueError(f"parameter 'image_transport' is {self.image_transport!r}; "
+                             f'expected one of {", ".join(IMAGE_TRANSPORTS)}')
         self.topic_overrides()
         self.server_settings()
 

@@ -29,7 +29,11 @@ Requests wait in a latest-wins slot per session: a newer request from the same s
 replaces one that has not started (counted as superseded; the executor keeps at most one in
 flight, so it had given up on the older one). A request is ready when every stream has a
 sample captured at or after its earliest capture stamp; it waits up to
-``observation_wait_s`` for one and is then answered with an error naming the missing stream.
+``observation_wait_s`` for one and is then answered with an error naming the missing stream,
+headed by its kind: ``stale observation`` (a stream's newest sample was captured before the
+earliest capture stamp: a camera that stalled or was unplugged), ``missing observation`` (a
+stream has delivered nothing usable yet) or ``unusable observation`` (samples failed to
+decode).
 Ready requests of different sessions are batched into one forward pass, up to
 ``max_batch_size`` and what the runtime declares; the rest wait for the next pass.
 """
@@ -53,6 +57,11 @@ from remote_inference_py.policy_server.sessions import AdmitResult, SessionTable
 from remote_inference_py.policy_server.timings import ActivityStats, RequestTimings
 from remote_inference_py.robot.calibration import Calibration
 from remote_inference_py.robot.units import JointConverter
+
+
+STALE_OBSERVATION = 'stale observation'
+MISSING_OBSERVATION = 'missing observation'
+UNUSABLE_OBSERVATION = 'unusable observation'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,15 +330,18 @@ class PolicyServerCore:
                     selection = self.assembler.select(buffers, job.request.earliest_ns)
                     if job.last_error and now >= job.deadline:
                         work.failed.append((job, 'observation', (
-                            f'no usable observation within observation_wait_s='
-                            f'{self.settings.observation_wait_s} s: {job.last_error}')))
+                            f'{UNUSABLE_OBSERVATION}: no usable observation within '
+                            f'observation_wait_s={self.settings.observation_wait_s} s: '
+                            f'{job.last_error}')))
                     elif selection is not None:
                         if len(work.ready) < self.batch_limit:
                             work.ready.append((job, selection))
                     elif now >= job.deadline:
                         missing = self.assembler.missing(buffers, job.request.earliest_ns)
+                        name = (STALE_OBSERVATION if self.assembler.has_stale(
+                            buffers, job.request.earliest_ns) else MISSING_OBSERVATION)
                         work.failed.append((job, 'observation', (
-                            f'no usable observation within observation_wait_s='
+                            f'{name}: no usable observation within observation_wait_s='
                             f'{self.settings.observation_wait_s} s: {missing}')))
                 if work:
                     for job in [j for j, _ in work.ready] + [j for j, _, _ in work.failed]:

@@ -197,7 +197,8 @@ def load_policy(config: ServerConfig, log: Callable[[str], None] = lambda text: 
         report = warm_up(runtime, config.warmup_iterations, config.max_batch_size)
         settings = config.server_settings()
         core = PolicyServerCore(settings, runtime, calibration, sleep=sleep)
-        topics = resolve_topics(runtime.spec, config.topic_overrides())
+        topics = resolve_topics(runtime.spec, config.topic_overrides(),
+                                config.image_transport)
         core.warm_preprocessing()
     except BaseException:
         runtime.close()

@@ -39,6 +39,9 @@ name                           dir    type                             QoS
 
 Camera topics: ``observation.images.<camera>`` reads ``cameras/<camera>/image_raw`` unless the
 manifest's ``topic`` or the ``feature_topics`` parameter (``feature=topic``) says otherwise.
+With ``image_transport: compressed`` (a server on another host than the arm) the default and
+manifest camera topics get ``/compressed`` appended: the hardware interface then sends JPEG
+frames (``sensor_msgs/CompressedImage``) and no raw Image crosses the link.
 A raw camera whose publisher offers its frames through shared memory on this host
 (``<camera topic>/shm``, remote_inference/SharedImage, see :mod:`..transport.shared_images`) is
 read from there once a frame has come through; the Image topic is read otherwise, and again
@@ -87,7 +90,7 @@ from remote_inference_py.policy_server.config import LIVE_FIELDS, ServerConfig
 from remote_inference_py.policy_server.core import Answer, Request
 from remote_inference_py.policy_server.images import CompressedImage, InputError, RawImage
 from remote_inference_py.policy_server.loading import load_policy
-from remote_inference_py.policy_server.topics import topic_name
+from remote_inference_py.policy_server.topics import COMPRESSED_SUFFIX, topic_name
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.endpoints import (
     ChunkPublisher, subscribe_joint_states, TransportChoiceError)
@@ -96,7 +99,6 @@ from remote_inference_py.transport.shared_images import ImageInput
 SUMMARY_PERIOD_S = 5.0
 IMAGE_PATH_CHECK_S = 1.0
 ERROR_LOG_PERIOD_S = 5.0
-COMPRESSED_SUFFIX = '/compressed'
 T = ParameterType
 
 # Same names as ServerConfig's fields. Read-only unless marked otherwise. A default of None:
@@ -132,6 +134,10 @@ PARAMETERS = {spec.name: spec for spec in (
     ParamSpec('feature_topics', None, T.PARAMETER_STRING_ARRAY,
               'feature=topic overrides for image and privileged features; a topic ending in '
               '/compressed is read as sensor_msgs/CompressedImage.'),
+    ParamSpec('image_transport', 'raw', T.PARAMETER_STRING,
+              'raw (sensor_msgs/Image, or shared memory on the same host) or compressed (read '
+              '<camera topic>/compressed: JPEG, for a server on another host); feature_topics '
+              'entries are used as written.'),
     ParamSpec('rotate_180', None, T.PARAMETER_STRING_ARRAY,
               'Image features to rotate by 180 degrees (cameras mounted upside down).'),
     ParamSpec('chunk_length', 0, T.PARAMETER_INTEGER,

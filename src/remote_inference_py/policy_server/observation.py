@@ -264,6 +264,12 @@ class ObservationAssembler:
                             else buffer.history(anchor, count, self.period_ns))
         return Selection(chosen)
 
+    def has_stale(self, buffers: Dict[str, StreamBuffer], earliest_ns: int) -> bool:
+        """Tell whether a stream has samples, but none captured at or after ``earliest_ns``."""
+        return any(buffers[name].newest() is not None
+                   and buffers[name].newest_at_or_after(earliest_ns) is None
+                   for name in self.streams)
+
     def missing(self, buffers: Dict[str, StreamBuffer], earliest_ns: int) -> str:
         """Explain which stream has no usable sample (for the error after a wait)."""
         problems = []

@@ -27,6 +27,12 @@ from remote_inference_py.policy_server.manifest import FeatureSpec, PolicySpec
 
 IMAGE_PREFIX = 'observation.images.'
 
+COMPRESSED_SUFFIX = '/compressed'
+"""Where image_transport publishes JPEG frames of a camera topic."""
+
+IMAGE_TRANSPORTS = ('raw', 'compressed')
+"""How the server reads camera frames: raw Image (or shared memory) or compressed JPEG."""
+
 
 def topic_name(namespace: str, name: str) -> str:
     """Join a robot namespace and a relative topic name (absolute names stay as they are)."""
@@ -53,8 +59,13 @@ def default_topic(feature: FeatureSpec) -> str:
     return ''
 
 
-def resolve_topics(spec: PolicySpec, overrides: Mapping[str, str]) -> Dict[str, str]:
-    """Map each non-state feature to its topic; ValueError names what is missing."""
+def resolve_topics(spec: PolicySpec, overrides: Mapping[str, str],
+                   image_transport: str = 'raw') -> Dict[str, str]:
+    """Map each non-state feature to its topic; ValueError names what is missing.
+
+    With ``image_transport`` ``compressed`` the default and manifest camera topics get
+    ``/compressed`` appended; ``feature_topics`` entries are used as written.
+    """
     inputs = {f.name: f for f in spec.features if f.kind != 'state'}
     unknown = sorted(set(overrides) - set(inputs))
     if unknown:
@@ -63,6 +74,9 @@ def resolve_topics(spec: PolicySpec, overrides: Mapping[str, str]) -> Dict[str, 
     topics = {}
     for name, feature in inputs.items():
         topic = overrides.get(name) or feature.topic or default_topic(feature)
+        if (name not in overrides and feature.is_image and topic
+                and image_transport == 'compressed' and not topic.endswith(COMPRESSED_SUFFIX)):
+            topic += COMPRESSED_SUFFIX
         if not topic:
             raise ValueError(f'no topic for feature {name!r}: add "{name}=<topic>" to '
                              'the parameter feature_topics')

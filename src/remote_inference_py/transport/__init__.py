@@ -23,6 +23,7 @@ transport (``REMOTE_INFERENCE_TRANSPORT=fast|plain``, see :mod:`.endpoints`).
 - :mod:`.values`: what nodes receive (pure: no ROS imports).
 - :mod:`.endpoints`: the seam for joint states and chunks, and the transport switch.
 - :mod:`.shared_images`: publishing and reading frames through the ring or as messages.
+- :mod:`.compressed`: JPEG frames as serialized ``sensor_msgs/CompressedImage`` (another host).
 - :mod:`.cdr`: encoders and decoders of the serialized messages on the hot paths (fast).
 - :mod:`.image_cdr`: the fields of a serialized ``sensor_msgs/Image`` without a copy (fast).
 - :mod:`.frame_ring`: the same-host shared-memory ring of camera frames (atomics and fences
