@@ -48,7 +48,6 @@ import pathlib
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -56,26 +55,6 @@ import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
 WIDTH, HEIGHT, RATE_HZ, QUALITY = 640, 480, 30.0, 80
-UDP_ONLY = """<?xml version="1.0" encoding="UTF-8" ?>
-<dds xmlns="http://www.eprosima.com">
-  <profiles>
-    <transport_descriptors>
-      <transport_descriptor>
-        <transport_id>udp_only</transport_id>
-        <type>UDPv4</type>
-        <sendBufferSize>4194304</sendBufferSize>
-        <receiveBufferSize>4194304</receiveBufferSize>
-      </transport_descriptor>
-    </transport_descriptors>
-    <participant profile_name="bench" is_default_profile="true">
-      <rtps>
-        <userTransports><transport_id>udp_only</transport_id></userTransports>
-        <useBuiltinTransports>false</useBuiltinTransports>
-      </rtps>
-    </participant>
-  </profiles>
-</dds>
-"""
 
 
 def frames(count=30):
@@ -276,8 +255,7 @@ def main(argv=None):
     if options.receiver:
         receiver(options.receiver, options.cameras, options.seconds)
         return 0
-    profile = pathlib.Path(tempfile.mkdtemp()) / 'udp_only.xml'
-    profile.write_text(UDP_ONLY)
+    profile = HERE.parent / 'test' / 'fastdds_udp_only.xml'
     os.environ.update(FASTDDS_DEFAULT_PROFILES_FILE=str(profile),
                       ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
                       ROS_DOMAIN_ID=str(150 + os.getpid() % 50))

@@ -60,17 +60,6 @@ EXECUTOR = {'autostart': True, 'return_speed_rad_s': 2.0, 'admission_timeout_s':
 SAMPLE_S = 10.0
 STATUS = re.compile(r'^STATUS (\w+) ticks=(\d+) dispatched=(\d+) chunks=(\d+) starved=(\d+) '
                     r'dropped=(\d+) presence=(\w+) seen=(-?[\d.]+) session=(\w*) msg=(.*)$', re.M)
-UDP_ONLY = """<?xml version="1.0" encoding="UTF-8" ?>
-<dds xmlns="http://www.eprosima.com"><profiles>
-  <transport_descriptors><transport_descriptor>
-    <transport_id>udp_only</transport_id><type>UDPv4</type>
-  </transport_descriptor></transport_descriptors>
-  <participant profile_name="soak" is_default_profile="true"><rtps>
-    <userTransports><transport_id>udp_only</transport_id></userTransports>
-    <useBuiltinTransports>false</useBuiltinTransports>
-  </rtps></participant>
-</profiles></dds>
-"""
 
 
 def rss_mb(pid):
@@ -135,8 +124,7 @@ def soak(kind, minutes, drop_s, lease_s, log_dir):
     hosts = {'hardware_interface': 'robot', 'executor': 'robot', 'policy_server': 'server',
              'printer': 'robot'}
     if kind == 'link':
-        profile = log_dir / 'udp_only.xml'
-        profile.write_text(UDP_ONLY)
+        profile = ROOT / 'test' / 'fastdds_udp_only.xml'
         env.update(FASTDDS_DEFAULT_PROFILES_FILE=str(profile),
                    ROS_AUTOMATIC_DISCOVERY_RANGE='SUBNET')
         net = Namespaces()

@@ -26,6 +26,7 @@ crosses.
 """
 
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -37,25 +38,6 @@ import pytest
 import test_camera_node as camera_node
 import test_hardware_node as arm
 from test_hardware_node import emulator  # noqa: F401 - the fixture
-
-UDP_ONLY_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
-<dds xmlns="http://www.eprosima.com">
-  <profiles>
-    <transport_descriptors>
-      <transport_descriptor>
-        <transport_id>udp_only</transport_id>
-        <type>UDPv4</type>
-      </transport_descriptor>
-    </transport_descriptors>
-    <participant profile_name="two_hosts" is_default_profile="true">
-      <rtps>
-        <userTransports><transport_id>udp_only</transport_id></userTransports>
-        <useBuiltinTransports>false</useBuiltinTransports>
-      </rtps>
-    </participant>
-  </profiles>
-</dds>
-"""
 
 
 def ip(*args):
@@ -92,8 +74,7 @@ def two_hosts():
 
 
 def udp_only_env(tmp_path):
-    profile = tmp_path / 'udp_only.xml'
-    profile.write_text(UDP_ONLY_PROFILE)
+    profile = pathlib.Path(__file__).with_name('fastdds_udp_only.xml')
     env = {k: v for k, v in os.environ.items() if k != 'ROS_STATIC_PEERS'}
     env.update(FASTDDS_DEFAULT_PROFILES_FILE=str(profile),
                ROS_AUTOMATIC_DISCOVERY_RANGE='SUBNET')
