@@ -39,19 +39,24 @@ os.environ['RCUTILS_LOGGING_BUFFERED_STREAM'] = '0'
 from ros_fixtures import dead_segments, NodeProcess, Spinner  # noqa: E402
 
 # Test levels: every test file is at exactly one, so `./run test -m pure` runs the fast level
-# alone (about a minute on 2 cores) and `-m "not system"` skips the whole-system runs.
-#   pure    no ROS graph: cores, codecs, models, the servo bus emulator on a pseudo-terminal
+# alone (seconds) and `-m "not system"` skips the whole-system runs.
+#   pure    the cores and codecs: no ROS graph, no subprocess, at most a tiny torch model
+#   tools   no ROS graph, but heavier: models (torch, LeRobot, MuJoCo episodes), rendering,
+#           cameras through OpenCV, the servo bus emulator, the ring stress test, linters
 #   ros     nodes over DDS on this host, one room at a time
 #   system  all nodes together, the real ros2 tools, the demo, two hosts, the build
 LEVELS = {
     'pure': """
-    analysis bringup_plan calibration cdr control_table evaluation_cli evaluation_expert
-    evaluation_learned evaluation_simtime evaluation_stats evaluation_task executor_admission
-    cameras compressed executor_config executor_core executor_properties feetech_bus frame_ring
-    hardware_backend hardware_commands image_cdr layout lerobot_runtime lint merge node_configs
-    params policy_admission policy_core policy_export policy_images policy_manifest
-    policy_models policy_observation policy_runtimes readme_python_example refill semantics
+    bringup_plan calibration cdr compressed control_table evaluation_stats evaluation_task
+    executor_admission executor_config executor_core executor_properties hardware_commands
+    image_cdr merge node_configs params policy_admission policy_core policy_images
+    policy_manifest policy_observation policy_runtimes readme_python_example refill semantics
     ticker
+    """,
+    'tools': """
+    analysis cameras evaluation_cli evaluation_expert evaluation_learned evaluation_simtime
+    feetech_bus frame_ring hardware_backend layout lerobot_runtime lint policy_export
+    policy_models
     """,
     'ros': """
     bringup_graph camera_node endpoints executor_node fixtures hardware_node interfaces
