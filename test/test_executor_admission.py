@@ -40,7 +40,8 @@ def capabilities(**changes):
                   deployment='so101', instance_id='i1', semantics='si-radians-v1',
                   action_names=list(JOINTS), action_rate=30.0, chunk_length=50,
                   features=[feature()], supported_merge_modes=[],
-                  presence_lease_s=PRESENCE_LEASE_S, max_clients=1, active_clients=0)
+                  presence_lease_s=PRESENCE_LEASE_S, max_requests_in_flight=1, max_clients=1,
+                  active_clients=0)
     fields.update(changes)
     return SimpleNamespace(**fields)
 

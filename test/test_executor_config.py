@@ -73,7 +73,7 @@ def test_config_is_frozen():
     (dict(interpolation_multiplier=1.5), 'interpolation_multiplier must be an integer'),
     (dict(action_offset=-1), 'action_offset'),
     (dict(chunk_merge='latest'),
-     "chunk_merge must be one of append, aligned, ensemble, got 'latest'"),
+     "chunk_merge must be one of append, aligned, ensemble, rtc, got 'latest'"),
     (dict(refill_seconds=-0.1), 'refill_seconds must be in [0.0, 3600.0], got -0.1'),
     (dict(request_timeout_s=0.0), 'request_timeout_s'),
     (dict(starvation_grace_s=0.0), 'starvation_grace_s'),

@@ -95,6 +95,7 @@ class ScriptedServer(Node):
         response.chunk_length = self.chunk_length
         response.supported_merge_modes = ['append', 'aligned', 'ensemble', 'synchronous']
         response.presence_lease_s = self.lease_s
+        response.max_requests_in_flight = 1
         response.max_clients = 1
         return response
 

@@ -23,8 +23,10 @@ list without a round trip, and the server when it is asked, so a client that ski
 check is still refused. It compares protocol version, deployment, semantics, action names and
 their order, action rate, observation features (by name: shape, dtype and kind must be equal;
 features the client offers but the policy does not use are ignored), features the client
-requires the server to consume, merge mode, the presence lease (how long a silent server
-counts as present: both sides must use the same), and position hold. Every difference refuses
+requires the server to consume, merge mode (``rtc`` only with a policy that conditions its chunks on the committed plan),
+how many requests the client keeps in flight (at most what the server queues per client),
+the presence lease (how long a silent server counts as present: both sides must use the
+same), and position hold. Every difference refuses
 admission before motion, and the message names it.
 
 The messages are read by duck typing (:meth:`ServerContract.from_message`,
@@ -34,14 +36,25 @@ The messages are read by duck typing (:meth:`ServerContract.from_message`,
 import dataclasses
 from typing import List, Sequence, Tuple
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 """Version of the messages and of this contract; both sides must carry the same."""
 
-CHUNK_MERGES = ('append', 'aligned', 'ensemble')
+RTC = 'rtc'
+"""The merge mode of real-time chunking (docs/design.md, section 11): each request carries the
+committed plan, the policy generates the new chunk conditioned on it, and the executor keeps
+the frozen prefix before switching."""
+
+CHUNK_MERGES = ('append', 'aligned', 'ensemble', RTC)
 """How the executor joins a new chunk to its plan while it keeps moving."""
 
 MERGE_MODES = CHUNK_MERGES + ('synchronous',)
 """What a client may ask for at admission: a chunk merge, or the synchronous baseline."""
+
+PLAIN_MERGE_MODES = tuple(mode for mode in MERGE_MODES if mode != RTC)
+"""What a server offers when its policy ignores the committed plan."""
+
+MAX_REQUESTS_IN_FLIGHT = 8
+"""Upper bound of requests one client may keep in flight (docs/design.md, section 4)."""
 
 PRESENCE_LEASE_S = 4.0
 """Default liveliness lease of the server's chunk publisher [s] (docs/design.md, section 7).
@@ -76,9 +89,10 @@ class ServerContract:
     action_rate: float
     chunk_length: int
     features: Tuple[FeatureDeclaration, ...]
-    merge_modes: Tuple[str, ...] = MERGE_MODES
+    merge_modes: Tuple[str, ...] = PLAIN_MERGE_MODES
     protocol_version: int = PROTOCOL_VERSION
     presence_lease_s: float = PRESENCE_LEASE_S
+    max_requests_in_flight: int = 1
 
     @classmethod
     def from_message(cls, msg) -> 'ServerContract':
@@ -87,9 +101,10 @@ class ServerContract:
                    action_names=tuple(msg.action_names), action_rate=float(msg.action_rate),
                    chunk_length=int(msg.chunk_length),
                    features=tuple(FeatureDeclaration.from_message(f) for f in msg.features),
-                   merge_modes=tuple(msg.supported_merge_modes) or MERGE_MODES,
+                   merge_modes=tuple(msg.supported_merge_modes) or PLAIN_MERGE_MODES,
                    protocol_version=int(msg.protocol_version),
-                   presence_lease_s=float(msg.presence_lease_s))
+                   presence_lease_s=float(msg.presence_lease_s),
+                   max_requests_in_flight=int(msg.max_requests_in_flight))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +121,7 @@ class AdmitRequest:
     merge_mode: str
     hardware_position_hold: bool
     presence_lease_s: float = PRESENCE_LEASE_S
+    max_requests_in_flight: int = 1
 
     @classmethod
     def from_message(cls, msg) -> 'AdmitRequest':
@@ -116,7 +132,8 @@ class AdmitRequest:
                    features=tuple(FeatureDeclaration.from_message(f) for f in msg.features),
                    merge_mode=msg.merge_mode,
                    hardware_position_hold=bool(msg.hardware_position_hold),
-                   presence_lease_s=float(msg.presence_lease_s))
+                   presence_lease_s=float(msg.presence_lease_s),
+                   max_requests_in_flight=int(msg.max_requests_in_flight))
 
 
 def check_admission(contract: ServerContract, request: AdmitRequest,
@@ -169,8 +186,15 @@ def check_admission(contract: ServerContract, request: AdmitRequest,
     if missing:
         problems.append(f'observation features {missing} not served (server: {served})')
     if request.merge_mode not in contract.merge_modes:
-        problems.append(f'merge mode {request.merge_mode!r} is not supported (supported: '
+        why = (' (rtc needs a policy that generates chunks conditioned on the committed plan; '
+               'this one does not)' if request.merge_mode == RTC else '')
+        problems.append(f'merge mode {request.merge_mode!r} is not supported{why} (supported: '
                         f'{", ".join(contract.merge_modes)})')
+    if not 1 <= request.max_requests_in_flight <= contract.max_requests_in_flight:
+        problems.append(f'requests in flight: client keeps up to {request.max_requests_in_flight}'
+                        f', server queues 1 to {contract.max_requests_in_flight} per client '
+                        '(set max_requests_in_flight on the executor, max_requests_per_client '
+                        'on the server)')
     if not abs(request.presence_lease_s - contract.presence_lease_s) <= 1e-6:
         problems.append(f'presence lease: server {contract.presence_lease_s} s, client '
                         f'{request.presence_lease_s} s (set presence_lease_s equal on both)')

@@ -433,6 +433,7 @@ class ExecutorNode(Node):
         msg.merge_mode = request.merge_mode
         msg.hardware_position_hold = request.hardware_position_hold
         msg.presence_lease_s = request.presence_lease_s
+        msg.max_requests_in_flight = request.max_requests_in_flight
         return msg
 
     # ---- control tick -------------------------------------------------------------------

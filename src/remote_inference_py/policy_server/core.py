@@ -47,7 +47,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from remote_inference_py.contract.admission import (
-    AdmitRequest, check_admission, FeatureDeclaration, PRESENCE_LEASE_S, ServerContract)
+    AdmitRequest, check_admission, FeatureDeclaration, MERGE_MODES, PLAIN_MERGE_MODES,
+    PRESENCE_LEASE_S, ServerContract)
 from remote_inference_py.policy_server import images
 from remote_inference_py.policy_server.images import InputError
 from remote_inference_py.policy_server.observation import (
@@ -188,6 +189,7 @@ class PolicyServerCore:
             chunk_length=self.chunk_length,
             features=tuple(FeatureDeclaration(f.name, tuple(f.shape), f.dtype, f.kind)
                            for f in spec.features),
+            merge_modes=MERGE_MODES if runtime.supports_prefix else PLAIN_MERGE_MODES,
             presence_lease_s=settings.presence_lease_s)
         self.sessions = SessionTable(settings.max_clients, clock)
         self.stats = ActivityStats()

@@ -383,6 +383,7 @@ class PolicyServerNode(Node):
         response.features = [self._feature_msg(f) for f in self.runtime.spec.features]
         response.supported_merge_modes = list(contract.merge_modes)
         response.presence_lease_s = float(contract.presence_lease_s)
+        response.max_requests_in_flight = int(contract.max_requests_in_flight)
         response.max_clients = self.core.settings.max_clients
         response.active_clients = self.core.active_clients
         return response

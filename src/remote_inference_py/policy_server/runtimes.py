@@ -19,7 +19,13 @@ A :class:`PolicyRuntime` has a :class:`~.manifest.PolicySpec` and one method,
 ``infer(inputs, tasks)``: float32 (or declared uint8) model inputs by feature name, each with
 a leading batch dimension, and one task string per batch row; it returns
 ``[batch, steps, actions]`` in normalized policy units (the server unnormalizes and converts to
-SI). The runtimes themselves live in modules of their own (:mod:`.demo_policy`,
+SI).
+
+A runtime that generates chunks conditioned on what the robot is committed to (real-time
+chunking, docs/design.md section 11) sets ``supports_prefix = True``; the server then calls
+``infer(inputs, tasks, prefixes)`` with one :class:`Prefix` (or None) per batch row: the
+executor's committed plan in the same normalized policy units the runtime returns, row 0 at the
+observation's capture time. Other runtimes are called without it. The runtimes themselves live in modules of their own (:mod:`.demo_policy`,
 :mod:`.torch_runtime`, :mod:`.lerobot_runtime`) and :mod:`.loading` picks one; they import
 this module, never the other way round.
 
@@ -61,10 +67,26 @@ class RuntimeOptions:
     demo_image_size: Tuple[int, int] = (480, 640)
 
 
+@dataclasses.dataclass(frozen=True)
+class Prefix:
+    """The committed plan of one request, in normalized policy units.
+
+    ``positions`` is ``[steps, actions]``; row 0 targets the first action step after the
+    observation's capture, as row 0 of the chunk the policy returns. The first
+    ``frozen_steps`` rows will be executed whatever the policy answers (they cover the
+    expected turnaround); the rest is the buffered plan the new chunk replaces.
+    """
+
+    positions: np.ndarray
+    frozen_steps: int
+
+
 class PolicyRuntime:
     """The interface every runtime implements."""
 
     kind = ''
+    supports_prefix = False
+    """True when ``infer`` takes ``prefixes`` and conditions the chunk on them."""
 
     def __init__(self, spec: PolicySpec, device: str = 'cpu', source: str = ''):
         """Store the spec, the device and a description of where the policy came from."""
