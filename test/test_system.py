@@ -22,6 +22,7 @@ policy server injects inference latency with its ``extra_latency_s`` knob. Asser
 counts, states and orderings with wide margins.
 """
 
+import os
 import pathlib
 
 import numpy as np
@@ -45,7 +46,7 @@ class System:
     """The three nodes plus a recorder and a status watch in the test process."""
 
     def __init__(self, processes, ros, executor=None, server=None, hardware=None,
-                 nodes=('hardware_interface', 'executor', 'policy_server')):
+                 nodes=('hardware_interface', 'executor', 'policy_server'), server_env=None):
         self.node, self.spinner = ros
         self.statuses = []
         self.commands_seen = []
@@ -65,7 +66,8 @@ class System:
             if spec.name in nodes:
                 self.procs[spec.name] = processes.console_script(
                     spec.executable, node_name=spec.name, params=str(CONFIG),
-                    ros_args=bringup.param_args({**spec.overrides, **overrides[spec.name]}))
+                    ros_args=bringup.param_args({**spec.overrides, **overrides[spec.name]}),
+                    env=server_env if spec.name == 'policy_server' else None)
 
     def state(self):
         return self.statuses[-1].state_name if self.statuses else ''
@@ -218,3 +220,28 @@ def test_asynchronous_dispatches_more_actions_than_synchronous(system):
             proc.stop(spinner=run.spinner)
         run.close()
     assert rates['aligned'] > 1.1 * rates['synchronous'], rates
+
+
+def test_rtc_requests_carry_the_plan_and_chunks_continue_it_without_a_seam(system):
+    # The server runs a policy that continues whatever plan it is given (test/peers): only if
+    # the plan crosses DDS intact, shifted to the right capture, are the seams zero.
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join(
+        [str(ROOT / 'test' / 'peers'), os.environ.get('PYTHONPATH', '')])}
+    run = system(server={'extra_latency_s': 0.3, 'policy_type': 'python',
+                         'checkpoint': 'plan_echo_policy:make_runtime'},
+                 executor={'chunk_merge': 'rtc'}, server_env=env)
+    run.wait_state('RUNNING')
+    run.spinner.until(lambda: run.last().chunks_accepted >= 6, 40, 'six chunks')
+    seams = {s.chunks_accepted: s.last_seam_rad for s in run.statuses if s.chunks_accepted >= 2}
+    last = run.last()
+    assert last.starved_ticks == 0 and last.chunks_dropped == 0, last.last_drop_reason
+    assert len(seams) >= 4 and max(seams.values()) < 1e-4, seams
+    assert last.trimmed_steps >= 5 * 9   # each chunk skips the ~0.3 s of frozen rows
+
+
+def test_rtc_is_refused_by_a_policy_that_ignores_the_plan(system):
+    run = system(executor={'chunk_merge': 'rtc'})
+    executor = run.procs['executor']
+    executor.wait_for_output("merge mode 'rtc' is not supported", timeout=60,
+                             spinner=run.spinner)
+    assert executor.wait(timeout=30) != 0

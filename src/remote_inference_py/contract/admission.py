@@ -23,11 +23,11 @@ list without a round trip, and the server when it is asked, so a client that ski
 check is still refused. It compares protocol version, deployment, semantics, action names and
 their order, action rate, observation features (by name: shape, dtype and kind must be equal;
 features the client offers but the policy does not use are ignored), features the client
-requires the server to consume, merge mode (``rtc`` only with a policy that conditions its chunks on the committed plan),
-how many requests the client keeps in flight (at most what the server queues per client),
-the presence lease (how long a silent server counts as present: both sides must use the
-same), and position hold. Every difference refuses
-admission before motion, and the message names it.
+requires the server to consume, merge mode (``rtc`` only with a policy that conditions its
+chunks on the committed plan), how many requests the client keeps in flight (at most what the
+server queues per client), the presence lease (how long a silent server counts as present:
+both sides must use the same), and position hold. Every difference refuses admission before
+motion, and the message names it.
 
 The messages are read by duck typing (:meth:`ServerContract.from_message`,
 :meth:`AdmitRequest.from_message`), so this module imports no ROS package.

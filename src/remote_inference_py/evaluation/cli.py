@@ -51,9 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
                              '(default: expert)')
     parser.add_argument('--episodes', type=int, default=20,
                         help='episodes per configuration (default: 20)')
-    parser.add_argument('--modes', default=','.join(eval_settings.MODES),
-                        help='comma-separated execution modes (default: all: '
-                             f'{",".join(eval_settings.MODES)})')
+    parser.add_argument('--modes', default='',
+                        help='comma-separated execution modes (default: every mode the '
+                             f'policy supports: {",".join(eval_settings.PLAIN_MODES)}, and rtc '
+                             'for a policy that conditions on the committed plan)')
     parser.add_argument('--latencies', default=','.join(
         f'{v:g}' for v in eval_settings.DEFAULT_LATENCIES),
         help='comma-separated injected inference latencies [s] (default: 0,0.1,0.3,0.6)')
@@ -79,12 +80,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         episodes = eval_settings.check_episodes(args.episodes)
-        modes = eval_settings.parse_modes([args.modes])
+        modes = eval_settings.parse_modes([args.modes]) if args.modes else None
         latencies = eval_settings.parse_latencies([args.latencies])
         policy = eval_settings.resolve_policy(args.policy)
         task = TaskConfig(time_limit_s=args.time_limit)
         settings = eval_settings.EvalSettings.load(args.config or None)
         seeds = episode_seeds(args.seed, episodes, task.cube_region)
+        modes = modes or eval_settings.default_modes(policy)
     except ValueError as error:
         parser.error(str(error))
     configurations = eval_settings.configurations(modes, latencies)

@@ -27,6 +27,8 @@ mode               executor settings on top of the file
 ``aligned``        ``chunk_merge: aligned``
 ``aligned+blend``  ``chunk_merge: aligned``, ``blend_steps: 10``
 ``ensemble``       ``chunk_merge: ensemble``
+``rtc``            ``chunk_merge: rtc`` (requests carry the committed plan; only for a
+                   policy that supports it, such as the flow-matching policy)
 =================  ==============================================================
 
 Policies: ``expert`` (the scripted pick, :mod:`.expert`), ``idle`` (does nothing), or the path
@@ -49,7 +51,10 @@ MODES: Dict[str, Dict[str, Any]] = {
     'aligned': {'synchronous': False, 'chunk_merge': 'aligned', 'blend_steps': 0},
     'aligned+blend': {'synchronous': False, 'chunk_merge': 'aligned', 'blend_steps': 10},
     'ensemble': {'synchronous': False, 'chunk_merge': 'ensemble', 'blend_steps': 0},
+    'rtc': {'synchronous': False, 'chunk_merge': 'rtc', 'blend_steps': 0},
 }
+PLAIN_MODES = tuple(mode for mode in MODES if mode != 'rtc')
+"""The modes every policy supports (the default unless the policy supports rtc)."""
 DEFAULT_LATENCIES = (0.0, 0.1, 0.3, 0.6)
 CUBE_POSE_RATE_HZ = 10.0
 """Rate of the hardware interface's ``sim/cube_pose`` (its CUBE_POSE_RATE_HZ)."""
@@ -112,6 +117,15 @@ def parse_modes(modes: Sequence[str]) -> Tuple[str, ...]:
             raise ValueError(f'unknown execution mode {name!r}; choose from '
                              f'{", ".join(MODES)}')
     return tuple(dict.fromkeys(names))
+
+
+def default_modes(policy: 'PolicyChoice') -> Tuple[str, ...]:
+    """Return every mode the policy supports: the plain ones, and rtc if it takes the plan."""
+    runtime = policy.make_runtime()
+    try:
+        return PLAIN_MODES + (('rtc',) if runtime.supports_prefix else ())
+    finally:
+        runtime.close()
 
 
 def parse_latencies(latencies: Sequence[Any]) -> Tuple[float, ...]:

@@ -58,6 +58,7 @@ import numpy as np
 
 from remote_inference_py.contract.admission import (
     AdmitRequest, FeatureDeclaration, PROTOCOL_VERSION)
+from remote_inference_py.contract.plan import CommittedPlan
 from remote_inference_py.evaluation.settings import (
     Configuration, CUBE_POSE_RATE_HZ, EvalSettings)
 from remote_inference_py.evaluation.stats import EpisodeResult
@@ -289,9 +290,12 @@ class SimulatedSystem:
             order = out.request
             if self.image_features:
                 self._publish_frame()   # the newest frame is available to this request
+            plan = order.plan
+            if plan is not None:   # the node sends stamps in ns
+                plan = CommittedPlan(_ns(plan.start), plan.positions, plan.frozen_steps)
             self.server.on_request(Request(
                 ROBOT, self.session_id, order.request_id, _ns(order.earliest_capture_time),
-                str(self.executor_params.get('task', '')), _ns(self.now)))
+                str(self.executor_params.get('task', '')), _ns(self.now), plan))
         if out.command is not None:
             self.apply(out.command if self.perturb is None else self.perturb(out.command))
         if self.on_tick is not None:
@@ -382,6 +386,9 @@ def run_episode(runtime, policy_name: str, settings: EvalSettings,
                            latency_s=configuration.latency_s, seed=seed, runner=RUNNER)
     system = None
     try:
+        reset = getattr(runtime, 'reset', None)
+        if reset is not None:   # a sampling policy draws the same noise for a seed in every mode
+            reset(seed)
         system = SimulatedSystem(runtime, settings, configuration, seed, task, renderer_cache)
         result.cube_xy = tuple(float(v) for v in system.sim.cube_xy)
         counters = system.run()

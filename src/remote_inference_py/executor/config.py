@@ -187,9 +187,9 @@ class ExecutorConfig:
         _require_range('ensemble_coeff', self.ensemble_coeff, -10.0, 10.0)
         _require_range('blend_steps', self.blend_steps, 0, 10000)
         _require_range('blend_weight', self.blend_weight, 0.0, 1.0)
-        if self.blend_steps > 0 and self.chunk_merge != 'aligned':
+        if self.blend_steps > 0 and self.chunk_merge not in ('aligned', 'rtc'):
             raise ValueError(
-                f'blend_steps = {self.blend_steps} needs chunk_merge aligned, got '
+                f'blend_steps = {self.blend_steps} needs chunk_merge aligned or rtc, got '
                 f"'{self.chunk_merge}' (append has no overlap; ensemble already averages)")
         for name in self.blend_components:
             if name not in self.joint_names:

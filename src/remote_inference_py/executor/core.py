@@ -44,6 +44,10 @@ The rules in detail (docs/design.md explains why):
   at or after sending. After a failed request the next one waits at least one action period.
   Turnaround samples come from every chunk that answers the in-flight request, even one dropped
   for its content: a late, unusable chunk is exactly the latency the refill must cover.
+- Committed plan (rtc merge, docs/design.md section 11). A refill request carries the targets
+  from its capture on (`RequestOrder.plan`): the committed target and the buffered plan. Its
+  first `frozen_steps` rows are the ones the robot will execute before the chunk can land, from
+  the recent maximum turnaround; the chunk then replaces the plan only after them.
 - Safety. Limits are validated on every chunk, so plan targets are within limits; the command
   moves from the previous command toward its target by at most `max_step_rad` per control tick.
   Hold commands re-send the applied target unchanged. The return path is a straight line in
@@ -58,8 +62,9 @@ import math
 
 import numpy as np
 
+from remote_inference_py.contract.plan import CommittedPlan
 from remote_inference_py.executor.config import ExecutorConfig
-from remote_inference_py.executor.merge import merge_chunk, place_chunk, Plan
+from remote_inference_py.executor.merge import first_tick_after, merge_chunk, place_chunk, Plan
 from remote_inference_py.executor.refill import effective_refill, refill_due, TurnaroundEstimator
 
 RECENT_SEAMS = 50
@@ -105,6 +110,7 @@ class RequestOrder:
     sent_time: float
     playback_at_submission: float
     kind: str
+    plan: CommittedPlan | None = None
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,7 @@ class _Request:
     earliest_capture_time: float
     playback_at_submission: float
     kind: str
+    frozen_until_tick: int | None = None
 
 
 class ExecutorCore:
@@ -539,11 +546,39 @@ class ExecutorCore:
             earliest = now
         else:
             earliest = now - cfg.action_period
-        request = _Request(self._next_request_id, now, earliest, buffered, kind)
+        plan, frozen_until = None, None
+        if cfg.chunk_merge == 'rtc' and kind == 'refill':
+            plan, frozen_until = self._committed_plan(now, earliest)
+        request = _Request(self._next_request_id, now, earliest, buffered, kind, frozen_until)
         self._next_request_id += 1
         self._in_flight = request
         self._counts['requests'] += 1
-        return RequestOrder(request.request_id, earliest, now, buffered, kind)
+        return RequestOrder(request.request_id, earliest, now, buffered, kind, plan)
+
+    def _committed_plan(self, now: float, earliest: float):
+        """Return (the plan from a capture at `earliest` on, first tick after its frozen rows).
+
+        Row 0 is the tick a chunk captured just after `earliest` starts at (or the committed
+        tick, if later). The frozen rows reach the first tick after the moment a chunk sent
+        now lands, if it takes the recent maximum turnaround. (None, None) without targets.
+        """
+        cfg = self._cfg
+        first = max(first_tick_after(earliest, self._timeline_start, cfg.fps) + cfg.action_offset,
+                    self._committed_tick)
+        rows = []
+        if first == self._committed_tick and self._segment_target is not None:
+            rows.append(self._segment_target)
+        tick = first + len(rows)
+        while (row := self._plan.row(tick)) is not None:
+            rows.append(row)
+            tick += 1
+        if not rows:
+            return None, None
+        landing = now + self._turnaround.recent_max_s
+        free_then = math.ceil((landing - self._timeline_start) * cfg.fps - 1e-9)
+        frozen = min(len(rows), max(0, free_then - first))
+        start = self._timeline_start + (first - cfg.action_offset) / cfg.fps
+        return CommittedPlan(start, np.array(rows), frozen), first + frozen
 
     def on_request_failed(self, request_id: int, reason: str, now: float) -> bool:
         """Record that the server could not serve a request; False if it was not in flight."""
@@ -601,7 +636,8 @@ class ExecutorCore:
         result = merge_chunk(self._plan, positions, start_tick, first_free, previous,
                              cfg.chunk_merge, ensemble_coeff=cfg.ensemble_coeff,
                              blend_steps=cfg.blend_steps, blend_weight=cfg.blend_weight,
-                             blend_mask=self._blend_mask)
+                             blend_mask=self._blend_mask,
+                             frozen_until_tick=request.frozen_until_tick)
         if not result.usable:
             return self._drop(request_id, result.reason, trimmed_steps=result.trimmed_steps,
                               **details)

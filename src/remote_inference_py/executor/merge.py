@@ -25,7 +25,7 @@ Vocabulary, on the executor's own timeline (anchored when motion starts):
   *committed* once it is being dispatched or interpolated toward; committed targets are never
   replaced. `first_free_tick` is the first action tick that may still change.
 
-The three merge modes, each a pure function from (plan, chunk) to a new plan:
+The four merge modes, each a pure function from (plan, chunk) to a new plan:
 
 - `append_chunk`: play the whole chunk after the buffered steps (its capture time is ignored).
 - `align_chunk` (default): drop the incoming steps whose tick is committed (*trimmed*), keep the
@@ -34,12 +34,17 @@ The three merge modes, each a pure function from (plan, chunk) to a new plan:
 - `ensemble_chunk`: ACT temporal ensembling. Every tick's target is the weighted average of all
   predictions covering it, weight `exp(-coeff * i)` with i = 0 for the oldest prediction, so a
   positive coeff prefers older predictions and a negative one newer predictions.
+- `rtc_chunk`: real-time chunking (docs/design.md, section 11). The request carried the plan
+  and how many of its steps are frozen; the policy generated the chunk as their continuation.
+  The old plan runs through the frozen steps (`frozen_until_tick`) even when the chunk lands
+  early, and the chunk takes over from there exactly as `align_chunk` would.
 
 A chunk whose every step targets a committed tick is unusable: the result then carries a reason
 and the old plan unchanged. If a chunk starts after the end of the plan (e.g. with an
 `action_offset`), the ticks in between repeat the last target (`gap_steps`).
 """
 
+import dataclasses
 from dataclasses import dataclass
 import math
 
@@ -145,12 +150,13 @@ def place_chunk(capture_time: float, timeline_start: float, fps: float, action_o
 def merge_chunk(plan: Plan, positions: np.ndarray, start_tick: int, first_free_tick: int,
                 previous_target: np.ndarray, mode: str, *, ensemble_coeff: float = 0.01,
                 blend_steps: int = 0, blend_weight: float = 0.5,
-                blend_mask=None) -> MergeResult:
+                blend_mask=None, frozen_until_tick: int | None = None) -> MergeResult:
     """Merge a validated chunk into the plan with the named mode.
 
     `positions` is (steps, joints) in the plan's joint order; `start_tick` is the tick of step
     0; `previous_target` is the last target before `first_free_tick` (the committed one), used
-    to fill gaps and to measure the seam when the plan is empty.
+    to fill gaps and to measure the seam when the plan is empty. `frozen_until_tick` is the
+    first tick after the frozen steps of an rtc request (None: nothing frozen).
     """
     if mode == 'append':
         return append_chunk(plan, positions, first_free_tick, previous_target)
@@ -161,6 +167,10 @@ def merge_chunk(plan: Plan, positions: np.ndarray, start_tick: int, first_free_t
     if mode == 'ensemble':
         return ensemble_chunk(plan, positions, start_tick, first_free_tick, previous_target,
                               coeff=ensemble_coeff)
+    if mode == 'rtc':
+        return rtc_chunk(plan, positions, start_tick, first_free_tick, previous_target,
+                         frozen_until_tick, blend_steps=blend_steps, blend_weight=blend_weight,
+                         blend_mask=blend_mask)
     raise ValueError(f'unknown chunk_merge mode {mode!r}')
 
 
@@ -207,6 +217,35 @@ def align_chunk(plan: Plan, positions: np.ndarray, start_tick: int, first_free_t
     return MergeResult(merged, usable_steps=len(kept), trimmed_steps=trimmed,
                        overlap_steps=overlap, gap_steps=gap,
                        seam=_max_abs(new[0] - reference))
+
+
+def rtc_chunk(plan: Plan, positions: np.ndarray, start_tick: int, first_free_tick: int,
+              previous_target: np.ndarray, frozen_until_tick: int | None, *,
+              blend_steps: int = 0, blend_weight: float = 0.5, blend_mask=None) -> MergeResult:
+    """Keep the old plan through the frozen steps, then align the chunk from there.
+
+    The switch happens at `frozen_until_tick`, or earlier where the old plan ends (nothing to
+    keep), or later when those ticks are already committed (the chunk landed late). Incoming
+    steps before the switch count as trimmed.
+    """
+    old = _future(plan, first_free_tick)
+    switch = first_free_tick
+    if frozen_until_tick is not None:
+        switch = max(first_free_tick, min(frozen_until_tick, old.end_tick))
+    if switch == first_free_tick:
+        return align_chunk(plan, positions, start_tick, first_free_tick, previous_target,
+                           blend_steps=blend_steps, blend_weight=blend_weight,
+                           blend_mask=blend_mask)
+    frozen = old.positions[:switch - old.start_tick]
+    result = align_chunk(old, positions, start_tick, switch, frozen[-1],
+                         blend_steps=blend_steps, blend_weight=blend_weight,
+                         blend_mask=blend_mask)
+    if not result.usable:
+        return dataclasses.replace(result, plan=plan)
+    rest = result.plan
+    merged = Plan(old.start_tick, np.concatenate([frozen, rest.positions]),
+                  np.concatenate([old.counts[:len(frozen)], rest.counts]))
+    return dataclasses.replace(result, plan=merged)
 
 
 def ensemble_chunk(plan: Plan, positions: np.ndarray, start_tick: int, first_free_tick: int,

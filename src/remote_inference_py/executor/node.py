@@ -99,7 +99,8 @@ PARAMETERS = {spec.name: spec for spec in (
     ParamSpec('interpolation_multiplier', 1, T.PARAMETER_INTEGER,
               'Control ticks per action (linear sub-steps).', low=1, high=20),
     ParamSpec('chunk_merge', 'aligned', T.PARAMETER_STRING,
-              'How a new chunk joins the plan: append, aligned or ensemble.'),
+              'How a new chunk joins the plan: append, aligned, ensemble, or rtc (requests '
+              'carry the committed plan; needs a policy that supports it).'),
     ParamSpec('synchronous', False, T.PARAMETER_BOOL,
               'Classic loop baseline: request only when empty, hold while waiting.'),
     ParamSpec('action_offset', 0, T.PARAMETER_INTEGER,
@@ -364,10 +365,6 @@ class ExecutorNode(Node):
         """Convert a ROS stamp [ns] (robot clock) to the core's monotonic clock."""
         return now_mono - (self.get_clock().now().nanoseconds - stamp_ns) * 1e-9
 
-    def _to_ros_time(self, core_time, now_mono):
-        """Convert a core time to a ROS stamp."""
-        return self.get_clock().now() - Duration(nanoseconds=int((now_mono - core_time) * 1e9))
-
     # ---- admission ----------------------------------------------------------------------
 
     def _admission_client(self):
@@ -492,9 +489,18 @@ class ExecutorNode(Node):
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.session_id = self.core.session_id
         msg.request_id = order.request_id
-        msg.earliest_capture_stamp = self._to_ros_time(order.earliest_capture_time,
-                                                       now).to_msg()
+        ros_now = self.get_clock().now()
+
+        def stamp(core_time):   # one clock reading for both stamps keeps their distance exact
+            return (ros_now - Duration(nanoseconds=int(round((now - core_time) * 1e9)))).to_msg()
+
+        msg.earliest_capture_stamp = stamp(order.earliest_capture_time)
         msg.task = self.settings.task
+        if order.plan is not None:
+            msg.plan_start_stamp = stamp(order.plan.start)
+            msg.plan_steps = order.plan.steps
+            msg.frozen_steps = order.plan.frozen_steps
+            msg.plan_positions = order.plan.positions.reshape(-1).tolist()
         self.request_pub.publish(msg)
         if self.task_published != msg.task:
             self.task_published = msg.task

@@ -36,6 +36,11 @@ stream has delivered nothing usable yet) or ``unusable observation`` (samples fa
 decode).
 Ready requests of different sessions are batched into one forward pass, up to
 ``max_batch_size`` and what the runtime declares; the rest wait for the next pass.
+
+A request may carry the executor's committed plan (rtc merge, docs/design.md section 11). For a
+runtime that supports it (``supports_prefix``), :meth:`PolicyServerCore.prefix_for` shifts the
+plan to the capture of the observation actually used, converts it to the policy's normalized
+units and hands it to ``infer``; other runtimes never see it (admission refuses rtc for them).
 """
 
 import dataclasses
@@ -49,11 +54,12 @@ import numpy as np
 from remote_inference_py.contract.admission import (
     AdmitRequest, check_admission, FeatureDeclaration, MERGE_MODES, PLAIN_MERGE_MODES,
     PRESENCE_LEASE_S, ServerContract)
+from remote_inference_py.contract.plan import CommittedPlan
 from remote_inference_py.policy_server import images
 from remote_inference_py.policy_server.images import InputError
 from remote_inference_py.policy_server.observation import (
     JOINT_STATES, ObservationAssembler, Selection)
-from remote_inference_py.policy_server.runtimes import PolicyRuntime
+from remote_inference_py.policy_server.runtimes import PolicyRuntime, Prefix
 from remote_inference_py.policy_server.sessions import AdmitResult, SessionTable
 from remote_inference_py.policy_server.timings import ActivityStats, RequestTimings
 from remote_inference_py.robot.calibration import Calibration
@@ -114,6 +120,7 @@ class Request:
     earliest_ns: int
     task: str = ''
     sent_ns: int = 0
+    plan: Optional[CommittedPlan] = None   # times in ns, positions SI in action_joints order
 
 
 @dataclasses.dataclass
@@ -297,6 +304,13 @@ class PolicyServerCore:
             self._cond.notify()
         return None
 
+    def refuse(self, request: Request, message: str) -> Answer:
+        """Count a request that cannot be served at all; return its error answer."""
+        with self._cond:
+            self.stats.count('requests')
+            self.stats.count('refused')
+        return self._error(request, message)
+
     def _error(self, request: Request, message: str) -> Answer:
         return Answer(request.robot, request.session_id, request.request_id,
                       self.spec.action_joints, self.step_period, error=message,
@@ -381,7 +395,11 @@ class PolicyServerCore:
         tasks = [item[0].request.task for item in batch]
         started = self.clock()
         try:
-            raw = np.asarray(self.runtime.infer(stacked, tasks))
+            if self.runtime.supports_prefix:
+                prefixes = [self.prefix_for(item[0].request.plan, item[2]) for item in batch]
+                raw = np.asarray(self.runtime.infer(stacked, tasks, prefixes))
+            else:
+                raw = np.asarray(self.runtime.infer(stacked, tasks))
             if raw.ndim != 3 or raw.shape[0] != len(batch):
                 raise ValueError(f'the policy returned shape {list(raw.shape)} for a batch of '
                                  f'{len(batch)}')
@@ -411,6 +429,18 @@ class PolicyServerCore:
                                   self.spec.action_joints, self.step_period, capture_ns,
                                   positions, '', timings, len(batch), request.sent_ns))
         return answers
+
+    def prefix_for(self, plan: Optional[CommittedPlan], capture_ns: int) -> Optional[Prefix]:
+        """Return a request's committed plan from its capture on, in normalized policy units."""
+        if plan is None:
+            return None
+        rows = plan.for_capture(capture_ns, self.step_period * 1e9)
+        if rows is None:
+            return None
+        positions, frozen = rows
+        values = self.spec.action_normalization.normalize(self.action_converter.to_policy(
+            positions))
+        return Prefix(np.asarray(values, dtype=np.float32), frozen)
 
     def postprocess(self, steps: np.ndarray) -> np.ndarray:
         """Turn ``[steps, actions]`` model output into ``[chunk_length, joints]`` SI float32."""

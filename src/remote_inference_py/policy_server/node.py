@@ -86,6 +86,7 @@ from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import build_config, declare_parameters, ParamSpec
 from remote_inference_py.contract.admission import (
     AdmitRequest, PRESENCE_LEASE_S, PROTOCOL_VERSION)
+from remote_inference_py.contract.plan import plan_from_fields
 from remote_inference_py.policy_server.config import LIVE_FIELDS, ServerConfig
 from remote_inference_py.policy_server.core import Answer, Request
 from remote_inference_py.policy_server.images import CompressedImage, InputError, RawImage
@@ -356,10 +357,14 @@ class PolicyServerNode(Node):
 
     def on_request(self, robot, msg):
         """Queue a request in its session's slot; answer at once when refused."""
+        plan, problem = plan_from_fields(
+            stamp_ns(msg.plan_start_stamp), msg.plan_steps, msg.frozen_steps,
+            msg.plan_positions, self.core.spec.action_joints)
         request = Request(robot, msg.session_id, msg.request_id,
                           stamp_ns(msg.earliest_capture_stamp), msg.task,
-                          stamp_ns(msg.header.stamp))
-        refusal = self.core.on_request(request)
+                          stamp_ns(msg.header.stamp), plan)
+        refusal = (self.core.refuse(request, f'bad request: {problem}') if problem
+                   else self.core.on_request(request))
         if refusal is not None:
             self._publish(refusal)
         else:

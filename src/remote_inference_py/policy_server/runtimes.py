@@ -25,7 +25,9 @@ A runtime that generates chunks conditioned on what the robot is committed to (r
 chunking, docs/design.md section 11) sets ``supports_prefix = True``; the server then calls
 ``infer(inputs, tasks, prefixes)`` with one :class:`Prefix` (or None) per batch row: the
 executor's committed plan in the same normalized policy units the runtime returns, row 0 at the
-observation's capture time. Other runtimes are called without it. The runtimes themselves live in modules of their own (:mod:`.demo_policy`,
+observation's capture time. Other runtimes are called without it.
+
+The runtimes themselves live in modules of their own (:mod:`.demo_policy`,
 :mod:`.torch_runtime`, :mod:`.lerobot_runtime`) and :mod:`.loading` picks one; they import
 this module, never the other way round.
 
