@@ -29,8 +29,8 @@ ROS parameters, topics and services onto that core.
 Shared rooms the node rooms stand on:
 
 - :mod:`.robot`: the arm: SO-101 joint names, calibration, servo control table, units (pure).
-- :mod:`.contract`: what robot and server agree on before motion: protocol version, merge
-  modes and the one admission check both sides run (pure).
+- :mod:`.contract`: what robot and server agree on: protocol version, merge modes, the one
+  admission check both sides run, and the committed plan an rtc request carries (pure).
 - :mod:`.transport`: how messages travel: the seam nodes publish and subscribe through (plain
   values on either transport), QoS by role, serialized-message encoders and decoders, the
   shared-memory frame ring (imports ROS).
