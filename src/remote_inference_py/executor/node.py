@@ -72,7 +72,7 @@ from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import (
     build_config, declare_parameters, parameter_value, ParamSpec)
 from remote_inference_py.common.ticker import Ticker
-from remote_inference_py.contract.admission import PRESENCE_LEASE_S
+from remote_inference_py.contract.admission import MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S
 from remote_inference_py.executor.admission import (
     Admission, Admitted, AskAdmission, AskCapabilities, Client, Facts, Hardware, Phase, Refused)
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
@@ -108,6 +108,11 @@ PARAMETERS = {spec.name: spec for spec in (
               'Lower joint limits [rad], in joint_names order.'),
     ParamSpec('joint_upper_limits', [3.2] * 6, T.PARAMETER_DOUBLE_ARRAY,
               'Upper joint limits [rad], in joint_names order.'),
+    ParamSpec('max_requests_in_flight', 1, T.PARAMETER_INTEGER,
+              'Requests kept in flight at most, staggered so their chunks land before the plan'
+              ' runs out (hides a turnaround above half a chunk); the server must queue as '
+              'many per client (asked at admission). 1: the next request waits for the last '
+              'answer.', low=1, high=MAX_REQUESTS_IN_FLIGHT),
     ParamSpec('refill_seconds', 0.2, T.PARAMETER_DOUBLE,
               'Request the next chunk when buffered playback falls to this [s]; effective '
               'refill = max(this, recent max turnaround + 1/fps).',
@@ -380,7 +385,8 @@ class ExecutorNode(Node):
                       expected_features=settings.expected_features,
                       require_position_hold=settings.require_position_hold,
                       timeout_s=settings.admission_timeout_s,
-                      presence_lease_s=settings.presence_lease_s)
+                      presence_lease_s=settings.presence_lease_s,
+                      max_requests_in_flight=cfg.max_requests_in_flight)
 
     def _advance_admission(self, now_mono):
         """Run the admission handshake one step per tick (executor/admission.py); never block."""
@@ -400,7 +406,7 @@ class ExecutorNode(Node):
                 self.admission_future = None
                 self.capabilities = action.capabilities
                 with self.lock:
-                    self.core.admit(action.session_id)
+                    self.core.admit(action.session_id, action.chunk_length)
                 self.get_logger().info(
                     f'admitted: session={action.session_id} instance={action.instance_id} '
                     f'deployment={self.settings.deployment} '
@@ -586,6 +592,7 @@ class ExecutorNode(Node):
         msg.max_turnaround_s = stats.max_turnaround_s
         msg.ticks = stats.ticks
         msg.requests = stats.requests
+        msg.requests_in_flight = stats.requests_in_flight
         msg.chunks_accepted = stats.chunks_accepted
         msg.chunks_dropped = stats.chunks_dropped
         msg.starved_ticks = stats.starved_ticks
@@ -619,7 +626,9 @@ class ExecutorNode(Node):
         cfg = self.config
         return (f'fps={cfg.fps} interpolation_multiplier={cfg.interpolation_multiplier} '
                 f'chunk_merge={cfg.chunk_merge} synchronous={cfg.synchronous} '
-                f'refill_seconds={cfg.refill_seconds} blend_steps={cfg.blend_steps} '
+                f'refill_seconds={cfg.refill_seconds} '
+                f'max_requests_in_flight={cfg.max_requests_in_flight} '
+                f'blend_steps={cfg.blend_steps} '
                 f'blend_weight={cfg.blend_weight} '
                 f'blend_components={list(cfg.blend_components) or "all"} '
                 f'starvation_grace_s={cfg.starvation_grace_s} '

@@ -12,9 +12,29 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""When to ask for the next chunk: turnaround estimate and effective refill.
+"""When to ask for the next chunk: turnaround estimate, effective refill, requests in flight.
 
     effective_refill = max(refill_seconds, recent_max_turnaround + 1 / fps)
+
+With one request in flight, the next one goes out when the buffered playback falls to the
+effective refill and nothing is in flight. With up to k in flight (docs/design.md, section 4),
+each request still unanswered counts as the chunk it will bring: it is expected to cover the
+plan until its send time plus the chunk horizon H (chunk_length / fps; the capture it asks for
+is at most one action period older, which the refill's 1 / fps absorbs). The plan is *covered*
+until the latest of the buffered plan's end and those ends, and another request goes out when
+
+- fewer than k are in flight,
+- the newest request in flight was sent at least `request_spacing` ago, and
+- the coverage left from now has fallen to the effective refill, that is: a chunk asked for
+  now, landing one turnaround later, would find at most one action period of plan left.
+
+In steady state the coverage rule alone staggers the requests by H - effective_refill. The
+spacing only stops bursts when coverage is short for several ticks at once (after a recovery,
+or a turnaround that grew beyond what k requests can hide): it is the recent maximum
+turnaround divided by k, so k requests spread evenly over one turnaround and their chunks land
+evenly, and at least one action period, so no two requests ask for the same capture. It never
+binds while k requests can keep up (that needs T / k <= H - effective_refill). With k = 1 both
+extra conditions are moot (nothing may be in flight), and the rule is the one-request rule.
 
 Turnaround is request sent -> chunk received on the executor's clock. The first answered
 request supplies the initial estimate (it often includes a cold start). Once requests sent
@@ -38,6 +58,33 @@ def effective_refill(refill_seconds: float, recent_max_turnaround_s: float, fps:
 def refill_due(buffered_playback_s: float, effective_refill_s: float) -> bool:
     """Return True when the buffered playback has fallen to the effective refill."""
     return buffered_playback_s <= effective_refill_s + _EPSILON_S
+
+
+def coverage_s(buffered_playback_s: float, in_flight_ages_s, chunk_horizon_s: float) -> float:
+    """Return how long [s] from now the plan is covered once the requests in flight land.
+
+    `in_flight_ages_s` are the times since each request in flight was sent; each one is
+    expected to bring a chunk that plays until its send time plus `chunk_horizon_s`.
+    """
+    return max([buffered_playback_s] + [chunk_horizon_s - age for age in in_flight_ages_s])
+
+
+def request_spacing(recent_max_turnaround_s: float, max_in_flight: int, fps: float) -> float:
+    """Return the least time [s] between two requests in flight at once."""
+    return max(1.0 / fps, recent_max_turnaround_s / max_in_flight)
+
+
+def another_request_due(buffered_playback_s: float, in_flight_ages_s, chunk_horizon_s: float,
+                        effective_refill_s: float, max_in_flight: int,
+                        spacing_s: float) -> bool:
+    """Return True when one more request should go out now (see the module docstring)."""
+    ages = list(in_flight_ages_s)
+    if len(ages) >= max_in_flight:
+        return False
+    if ages and min(ages) < spacing_s - _EPSILON_S:
+        return False
+    return refill_due(coverage_s(buffered_playback_s, ages, chunk_horizon_s),
+                      effective_refill_s)
 
 
 class TurnaroundEstimator:
