@@ -176,3 +176,10 @@ def test_synchronous_mode_keeps_one_request():
         ExecutorConfig(joint_names=JOINTS, synchronous=True, max_requests_in_flight=2)
     with pytest.raises(ValueError, match=r'max_requests_in_flight must be in \[1, 8\]'):
         ExecutorConfig(joint_names=JOINTS, max_requests_in_flight=9)
+
+
+def test_while_holding_one_request_at_a_time():
+    """Before a chunk resumes motion its end is unknown: no second request during a wait."""
+    core, loop = flight_core(max_in_flight=3)
+    assert sent(loop.run(15)) == []                   # ticks 1..15, request 1 unanswered
+    assert core.stats().requests_in_flight == 1

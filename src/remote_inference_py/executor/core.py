@@ -536,7 +536,10 @@ class ExecutorCore:
             due = buffered <= 0.0 and not self._in_flight
             kind = 'synchronous'
         else:
-            due = (waiting and not self._in_flight) or self._another_request_due(now, buffered)
+            # While holding, one request at a time: the plan's end is unknown until a chunk
+            # resumes motion (it then plays from step 0), so coverage cannot be judged.
+            due = (not self._in_flight if waiting
+                   else self._another_request_due(now, buffered))
             kind = 'refill' if not waiting else (
                 'recovery' if self._motion_started else 'startup')
         if not due:
