@@ -49,14 +49,15 @@ def sent(outs):
 
 
 def two_in_flight(**changes):
-    """Play [1..10] on ticks 1..10 with refill 0.6 s; requests 2 (tick 4) and 3 (tick 8) fly."""
+    """Play [1..10] on ticks 1..10 with refill 0.6 s; requests 2 (tick 4) and 3 (tick 7) fly."""
     changes.setdefault('refill_seconds', 0.6)
     core, loop = flight_core(**changes)
     assert core.on_chunk(make_chunk(1, 0.01, list(range(1, 11))), 0.05).accepted
     outs = loop.run(8)                                # ticks 1..8
-    # Request 2 when 0.6 s are left; it covers until 0.4 + 1.0 = 1.4, so request 3 goes out
-    # when that is 0.6 s away, while request 2 is still unanswered.
-    assert sent(outs) == [(4, 2), (8, 3)]
+    # Request 2 when 0.6 s are left; its chunk covers at least until its earliest capture
+    # 0.3 + 1.0 = 1.3, so request 3 goes out when that is 0.6 s away, while request 2 is
+    # still unanswered.
+    assert sent(outs) == [(4, 2), (7, 3)]
     assert core.stats().requests_in_flight == 2
     return core, loop
 
@@ -71,18 +72,18 @@ def test_answers_in_order_are_both_merged_and_sampled():
     second = core.on_chunk(make_chunk(2, 0.41, [20 + i for i in range(10)]), 0.85)
     assert second.accepted and second.turnaround == pytest.approx(0.45)
     assert core.stats().requests_in_flight == 1, 'request 3 is still in flight'
-    third = core.on_chunk(make_chunk(3, 0.81, [30 + i for i in range(10)]), 0.9)
-    assert third.accepted and third.turnaround == pytest.approx(0.1)
+    third = core.on_chunk(make_chunk(3, 0.71, [30 + i for i in range(10)]), 0.9)
+    assert third.accepted and third.turnaround == pytest.approx(0.2)
     stats = core.stats()
     assert (stats.chunks_accepted, stats.chunks_dropped, stats.requests_in_flight) == (3, 0, 0)
     assert stats.max_turnaround_s == pytest.approx(0.45)
-    out = loop.tick()                                 # tick 9: request 3's chunk, step 0
-    assert j1(out) == 30.0
+    out = loop.tick()                                 # tick 9: request 3's chunk (from tick 8)
+    assert j1(out) == 31.0
 
 
 def test_an_older_answer_after_a_newer_one_is_dropped_as_superseded():
     core, loop = two_in_flight()
-    newer = core.on_chunk(make_chunk(3, 0.81, [30 + i for i in range(10)]), 0.85)
+    newer = core.on_chunk(make_chunk(3, 0.71, [30 + i for i in range(10)]), 0.85)
     assert newer.accepted
     assert core.stats().requests_in_flight == 0, 'request 2 was closed by the newer chunk'
     out = loop.tick()
@@ -92,12 +93,12 @@ def test_an_older_answer_after_a_newer_one_is_dropped_as_superseded():
     assert older.reason == ('superseded: answers request 2, older than request 3 already '
                             'merged')
     assert 'superseded' in core.stats().last_drop_reason
-    assert j1(loop.tick()) == 31.0, 'the plan is still request 3'
+    assert j1(loop.tick()) == 32.0, 'the plan is still request 3'
 
 
 def test_a_newer_chunk_dropped_for_its_content_leaves_the_older_request_in_flight():
     core, loop = two_in_flight()
-    bad = core.on_chunk(make_chunk(3, 0.81, [math.nan]), 0.85)
+    bad = core.on_chunk(make_chunk(3, 0.71, [math.nan]), 0.85)
     assert not bad.accepted and 'non-finite' in bad.reason
     assert core.stats().requests_in_flight == 1
     assert core.on_chunk(make_chunk(2, 0.41, [20 + i for i in range(10)]), 0.86).accepted
@@ -128,7 +129,7 @@ def test_a_wait_drains_every_request_in_flight():
     assert (starved.request.request_id, starved.request.kind) == (4, 'recovery')
     stats = core.stats()
     assert (stats.drained_requests, stats.requests_in_flight) == (2, 1)
-    for request_id, capture in ((2, 0.41), (3, 0.81)):
+    for request_id, capture in ((2, 0.41), (3, 0.71)):
         verdict = core.on_chunk(make_chunk(request_id, capture, [9]), 1.12)
         assert verdict.reason == (f'stale: answers request {request_id}, which was drained '
                                   'when the wait began at t=1.100')
@@ -138,7 +139,7 @@ def test_a_failure_closes_only_its_request():
     core, loop = two_in_flight()
     assert core.on_request_failed(2, 'stale observation', 0.85)
     assert core.stats().requests_in_flight == 1
-    assert core.on_chunk(make_chunk(3, 0.81, [30 + i for i in range(10)]), 0.86).accepted
+    assert core.on_chunk(make_chunk(3, 0.71, [30 + i for i in range(10)]), 0.86).accepted
 
 
 def test_server_loss_and_shutdown_close_every_request_by_name():
@@ -159,7 +160,7 @@ def test_one_in_flight_keeps_the_one_request_rule():
     """The same script with max 1: request 3 waits for request 2's answer."""
     core, loop = flight_core(max_in_flight=1, refill_seconds=0.6)
     assert core.on_chunk(make_chunk(1, 0.01, list(range(1, 11))), 0.05).accepted
-    assert sent(loop.run(8)) == [(4, 2)]
+    assert sent(loop.run(8)) == [(4, 2)]                # with 2 in flight: also 3 at tick 7
     assert core.on_chunk(make_chunk(2, 0.41, [20 + i for i in range(10)]), 0.85).accepted
     # Plan until tick 14: 0.5 s left at tick 9, below the refill: request 3 only now.
     assert sent(loop.run(1)) == [(9, 3)]
@@ -168,7 +169,7 @@ def test_one_in_flight_keeps_the_one_request_rule():
 def test_without_a_known_chunk_length_the_first_chunk_gives_the_horizon():
     core, loop = flight_core(chunk_length=0, refill_seconds=0.6)
     assert core.on_chunk(make_chunk(1, 0.01, list(range(1, 11))), 0.05).accepted
-    assert sent(loop.run(8)) == [(4, 2), (8, 3)]
+    assert sent(loop.run(8)) == [(4, 2), (7, 3)]
 
 
 def test_synchronous_mode_keeps_one_request():

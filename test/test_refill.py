@@ -14,6 +14,8 @@
 
 """Hand-computed cases for the turnaround estimate, the effective refill and the staggering."""
 
+import math
+
 import pytest
 
 from remote_inference_py.executor.refill import (
@@ -106,16 +108,23 @@ def test_estimator_rejects_an_empty_window():
 # ----------------------------------------------------------------------------- in flight
 
 H = 50 / 30   # chunk horizon of 50 steps at 30 Hz [s]
+P = 1 / 30    # action period: a refill request's earliest capture is this before its send
 
 
-@pytest.mark.parametrize('buffered, ages, expected', [
+def covers(*sent_ages):
+    """What requests sent `sent_ages` ago will cover from now (earliest capture + H - now)."""
+    return [H - age - P for age in sent_ages]
+
+
+@pytest.mark.parametrize('buffered, in_flight, expected', [
     (0.4, [], 0.4),                    # nothing in flight: the buffered plan
-    (0.4, [0.5], H - 0.5),             # the chunk in flight will play until sent + H
+    (0.4, [1.1], 1.1),                 # the chunk in flight will play further
     (1.5, [1.0], 1.5),                 # the plan already goes further
-    (0.0, [1.2, 0.3], H - 0.3),        # the newest request in flight covers the furthest
+    (0.0, [0.3, 1.2], 1.2),            # the newest request in flight covers the furthest
 ])
-def test_coverage_is_the_latest_end_of_plan_and_chunks_in_flight(buffered, ages, expected):
-    assert coverage_s(buffered, ages, H) == pytest.approx(expected)
+def test_coverage_is_the_latest_end_of_plan_and_chunks_in_flight(
+        buffered, in_flight, expected):
+    assert coverage_s(buffered, in_flight) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize('turnaround, k, fps, expected', [
@@ -132,55 +141,58 @@ def test_request_spacing(turnaround, k, fps, expected):
 @pytest.mark.parametrize('buffered, refill', [
     (0.31, 0.3), (0.3, 0.3), (0.0, 0.3), (0.9, 1.0), (1.2, 0.2)])
 def test_with_one_request_in_flight_the_rule_is_the_plain_refill(buffered, refill):
-    for spacing in (0.0, 1 / 30, 5.0):
-        assert another_request_due(buffered, [], H, refill, 1, spacing) == \
+    for spacing in (0.0, P, 5.0):
+        assert another_request_due(buffered, [], math.inf, refill, 1, spacing) == \
             refill_due(buffered, refill)
-        assert another_request_due(buffered, [0.01], H, refill, 1, spacing) is False
+        assert another_request_due(buffered, covers(0.01), 0.01, refill, 1, spacing) is False
 
 
 def test_a_second_request_goes_out_when_the_first_chunk_would_cover_too_little():
     # Turnaround 1.0 s: effective refill 1.0 + 1/30. Request 1 went out at playback 1.0 s.
-    refill = 1.0 + 1 / 30
+    refill = 1.0 + P
     spacing = request_spacing(1.0, 2, 30.0)
-    # The first chunk will cover until its send time + H: another request is due once that
-    # is within the effective refill, H - age <= refill, i.e. age >= H - refill = 0.633 s.
-    edge = H - refill
-    assert not another_request_due(1.0 - 0.6, [0.6], H, refill, 2, spacing)
-    assert another_request_due(1.0 - edge, [edge], H, refill, 2, spacing)
-    assert not another_request_due(0.0, [edge, 0.1], H, refill, 2, spacing), 'two in flight'
-    assert not another_request_due(0.0, [edge, 0.1], H, refill, 3, 0.1), 'the newest covers'
-    assert another_request_due(0.0, [1.3, edge], H, refill, 3, 0.1)
+    # The first chunk covers at least until its earliest capture + H: another request is due
+    # once that is within the effective refill: age >= H - P - refill = 0.6 s.
+    edge = H - P - refill
+    assert not another_request_due(1.0 - 0.55, covers(0.55), 0.55, refill, 2, spacing)
+    assert another_request_due(1.0 - edge, covers(edge), edge, refill, 2, spacing)
+    assert not another_request_due(0.0, covers(edge, 0.1), 0.1, refill, 2, 0.1), 'two'
+    assert not another_request_due(0.0, covers(edge, 0.1), 0.1, refill, 3, 0.1), \
+        'the newest covers'
+    assert another_request_due(0.0, covers(1.3, edge), edge, refill, 3, 0.1)
 
 
 def test_spacing_stops_a_burst_when_coverage_is_short():
     # A turnaround longer than the horizon: coverage is always short, requests spread out.
-    refill = 2.0 + 1 / 30
+    refill = 2.0 + P
     spacing = request_spacing(2.0, 4, 30.0)        # 0.5 s
-    assert another_request_due(0.0, [], H, refill, 4, spacing)
-    assert not another_request_due(0.0, [0.2], H, refill, 4, spacing)
-    assert another_request_due(0.0, [0.5], H, refill, 4, spacing)
-    assert not another_request_due(0.0, [1.5, 1.0, 0.5, 0.0 + 0.5], H, refill, 4, spacing)
+    assert another_request_due(0.0, [], math.inf, refill, 4, spacing)
+    assert not another_request_due(0.0, covers(0.2), 0.2, refill, 4, spacing)
+    assert another_request_due(0.0, covers(0.5), 0.5, refill, 4, spacing)
+    assert not another_request_due(0.0, covers(1.5, 1.0, 0.5, 0.5), 0.5, refill, 4, spacing)
 
 
-def test_staggered_requests_keep_a_one_second_turnaround_covered():
-    """Step a 30 Hz timeline: with 2 in flight every chunk lands before the plan runs out."""
-    fps, turnaround = 30.0, 1.0
+@pytest.mark.parametrize('turnaround, enough', [(0.75, 1), (1.0, 2), (1.15, 3)])
+def test_staggered_requests_keep_a_long_turnaround_covered(turnaround, enough):
+    """Step a 30 Hz timeline: each chunk is captured one period before its request."""
+    fps = 30.0
 
-    def simulate(k):
+    def gaps(k):
         refill = effective_refill(0.2, turnaround, fps)
         spacing = request_spacing(turnaround, k, fps)
-        end, sent, gaps = H, [], 0        # a first chunk plays from t = 0 to H
+        end, sent, count = H, [], 0        # a first chunk plays from t = 0 to H
         for tick in range(int(20 * fps)):
             now = tick / fps
             for when in [s for s in sent if now - s >= turnaround - 1e-9]:
                 sent.remove(when)
-                end = max(end, when + H)  # the chunk is placed where its capture was
+                end = max(end, when - P + H)   # placed where its capture was
             if now >= end - 1e-9:
-                gaps += 1
-            if another_request_due(max(0.0, end - now), [now - s for s in sent], H, refill,
-                                   k, spacing):
+                count += 1
+            if another_request_due(max(0.0, end - now), [s - P + H - now for s in sent],
+                                   now - sent[-1] if sent else math.inf, refill, k, spacing):
                 sent.append(now)
-        return gaps
+        return count
 
-    assert simulate(1) > 0
-    assert simulate(2) == 0
+    if enough > 1:
+        assert gaps(enough - 1) > 0
+    assert gaps(enough) == 0

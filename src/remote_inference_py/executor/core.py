@@ -569,9 +569,12 @@ class ExecutorCore:
     def _another_request_due(self, now: float, buffered: float) -> bool:
         """Return True when the staggering rule (refill.py) asks for one more request now."""
         cfg = self._cfg
+        requests = list(self._in_flight.values())
         return another_request_due(
-            buffered, [now - r.sent_time for r in self._in_flight.values()],
-            self._chunk_horizon_s, self._effective_refill(), cfg.max_requests_in_flight,
+            buffered,
+            [r.earliest_capture_time + self._chunk_horizon_s - now for r in requests],
+            now - requests[-1].sent_time if requests else math.inf,
+            self._effective_refill(), cfg.max_requests_in_flight,
             request_spacing(self._turnaround.recent_max_s, cfg.max_requests_in_flight, cfg.fps))
 
     def on_request_failed(self, request_id: int, reason: str, now: float) -> bool:
