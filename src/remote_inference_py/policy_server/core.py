@@ -239,8 +239,7 @@ class PolicyServerCore:
     # ---- settings -----------------------------------------------------------------------
 
     def update_settings(self, **changes) -> ServerSettings:
-        """Apply live changes (idle_timeout_s, observation_wait_s, extra_latency_s,
-        extra_compute_s)."""
+        """Apply live changes (the timeouts and the two injected delays)."""
         live = {'idle_timeout_s', 'observation_wait_s', 'extra_latency_s', 'extra_compute_s'}
         fixed = sorted(set(changes) - live)
         if fixed:
