@@ -33,12 +33,12 @@ admission (at most ``max_requests_per_client``, the contract's ``max_requests_in
 request beyond that drops the oldest one not started (counted as superseded: its client had
 given up on it). With one request in flight this is a latest-wins slot. Each request's
 observation is selected when it is served, from its own earliest capture stamp. A request
-is ready when every stream has a sample captured at or after its earliest capture stamp; it waits up to
-``observation_wait_s`` for one and is then answered with an error naming the missing stream,
-headed by its kind: ``stale observation`` (a stream's newest sample was captured before the
-earliest capture stamp: a camera that stalled or was unplugged), ``missing observation`` (a
-stream has delivered nothing usable yet) or ``unusable observation`` (samples failed to
-decode).
+is ready when every stream has a sample captured at or after its earliest capture stamp; it
+waits up to ``observation_wait_s`` for one and is then answered with an error naming the
+missing stream, headed by its kind: ``stale observation`` (a stream's newest sample was
+captured before the earliest capture stamp: a camera that stalled or was unplugged),
+``missing observation`` (a stream has delivered nothing usable yet) or ``unusable
+observation`` (samples failed to decode).
 Ready requests of different sessions are batched into one forward pass, up to
 ``max_batch_size`` and what the runtime declares; the rest wait for the next pass.
 
