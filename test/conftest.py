@@ -48,11 +48,10 @@ from ros_fixtures import dead_segments, NodeProcess, Spinner  # noqa: E402
 LEVELS = {
     'pure': """
     bringup_plan calibration cdr compressed control_table evaluation_stats evaluation_task
-    committed_plan executor_admission executor_config executor_core executor_properties
-    hardware_commands
-    image_cdr merge node_configs params policy_admission policy_core policy_images
-    policy_manifest policy_observation policy_runtimes readme_python_example refill semantics
-    ticker
+    committed_plan executor_admission executor_config executor_core executor_flight
+    executor_properties hardware_commands image_cdr merge node_configs params policy_admission
+    policy_core policy_flight policy_images policy_manifest policy_observation policy_runtimes
+    readme_python_example refill semantics ticker
     """,
     'tools': """
     analysis cameras evaluation_cli evaluation_expert evaluation_learned evaluation_simtime
@@ -60,8 +59,8 @@ LEVELS = {
     policy_models
     """,
     'ros': """
-    bringup_graph camera_node endpoints executor_node fixtures hardware_node interfaces
-    lerobot_server_node node_main policy_server_node recording shared_images sim
+    bringup_graph camera_node endpoints executor_node fixtures flight_nodes hardware_node
+    interfaces lerobot_server_node node_main policy_server_node recording shared_images sim
     """,
     'system': """
     build_and_setup camera_system demo evaluation_realtime launch_cli system two_hosts

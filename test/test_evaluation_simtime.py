@@ -113,3 +113,22 @@ def test_the_simulated_system_mirrors_the_node_settings(settings, expert):
                            atol=0.05)
     finally:
         system.close()
+
+
+def test_a_second_request_in_flight_hides_a_turnaround_above_half_a_chunk(expert, settings):
+    """L = 1.0 s with 50-step chunks at 30 Hz (1.67 s): one request in flight starves."""
+    assert expert.spec.chunk_length == 50 and expert.spec.fps == 30.0
+    seed = episode_seeds(0, 1)[0]
+    results = {}
+    for in_flight in (1, 2):
+        parameters = {**settings.parameters, 'executor': {
+            **settings.node('executor'), 'max_requests_in_flight': in_flight}}
+        staggered = dataclasses.replace(settings, parameters=parameters)
+        results[in_flight] = simtime.run_episode(
+            expert, 'expert', staggered, Configuration('aligned', 1.0), seed, TASK)
+    one, two = results[1], results[2]
+    assert not one.error and not two.error, (one.error, two.error)
+    assert one.starved_ticks > 0, 'one request in flight cannot keep up'
+    assert two.starved_ticks == 0, 'two staggered requests keep the plan covered'
+    assert two.chunks_dropped == 0
+    assert two.requests > one.requests

@@ -227,16 +227,16 @@ def test_a_failing_model_answers_with_errors_and_keeps_serving():
     assert core.stats.failures == {'inference': 1, 'output': 1}
 
 
-def test_extra_latency_is_part_of_the_inference_time():
+def test_extra_compute_is_part_of_the_inference_time_and_latency_is_not_the_cores():
     slept = []
-    core = PolicyServerCore(ServerSettings('so101', extra_latency_s=0.25), DemoRuntime(),
-                            sleep=slept.append)
+    core = PolicyServerCore(ServerSettings('so101', extra_compute_s=0.25, extra_latency_s=0.5),
+                            DemoRuntime(), sleep=slept.append)
     session = admit(core)
     core.on_joint_states('', 1, JOINTS, [0.0] * 6)
     core.on_request(Request('', session, 1, 0))
     serve_one(core)
-    assert slept == [0.25]
-    core.update_settings(extra_latency_s=0.0)
+    assert slept == [0.25], 'the link latency is the delivery thread of the node'
+    core.update_settings(extra_compute_s=0.0)
     core.on_request(Request('', session, 2, 0))
     serve_one(core)
     assert slept == [0.25]

@@ -25,6 +25,7 @@ wall-clock speed.
 import io
 import os
 import re
+import time
 
 import numpy as np
 from PIL import Image
@@ -107,7 +108,7 @@ class Robot:
             features=[ObservationFeature(name=f.name, shape=f.shape, dtype=f.dtype,
                                          kind=f.kind) for f in caps.features],
             merge_mode='aligned', hardware_position_hold=True,
-            presence_lease_s=caps.presence_lease_s)
+            presence_lease_s=caps.presence_lease_s, max_requests_in_flight=1)
         for name, value in changes.items():
             setattr(request, name, value)
         return self.spinner.call(self.admit_client, request)
@@ -233,11 +234,18 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     robot.request(session, 4)
     assert robot.answer(4).error == ''
 
-    # extra_latency_s is live and counted as inference time.
-    result = set_parameter(ros, 'extra_latency_s', 0.3)
+    # extra_compute_s is live and counted as inference time; extra_latency_s holds the answer
+    # back after it was computed.
+    result = set_parameter(ros, 'extra_compute_s', 0.3)
     assert result.successful, result.reason
     robot.request(session, 5)
     assert robot.answer(5).inference_ms >= 300.0
+    assert set_parameter(ros, 'extra_compute_s', 0.0).successful
+    assert set_parameter(ros, 'extra_latency_s', 0.3).successful
+    sent = time.monotonic()
+    robot.request(session, 6)
+    assert robot.answer(6).inference_ms < 300.0
+    assert time.monotonic() - sent >= 0.3
     assert not set_parameter(ros, 'extra_latency_s', -1.0).successful
     assert set_parameter(ros, 'extra_latency_s', 0.0).successful
 
@@ -248,8 +256,8 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     spinner.spin_for(0.7)
     other = robot.admit(caps, client_name='/other_executor')
     assert other.success, other.message
-    robot.request(session, 6)
-    assert 'was released (idle for' in robot.answer(6).error
+    robot.request(session, 7)
+    assert 'was released (idle for' in robot.answer(7).error
     server.wait_for_output(r'client\(s\); last period: \d+ requests', 8, spinner)
 
 
@@ -305,7 +313,7 @@ def test_two_namespaced_robots_batched_on_a_pt2_policy(processes, ros, tmp_path)
         'policy_server', node_name='policy_server',
         ros_args=['--log-level', 'policy_server:=debug'],
         params={'checkpoint': str(path), 'robot_namespaces': ['robot1', 'robot2'],
-                'max_clients': 2, 'extra_latency_s': 0.4})
+                'max_clients': 2, 'extra_compute_s': 0.4})
     robots = {name: Robot(ros, name) for name in ('robot1', 'robot2')}
     server.wait_for_output(READY + '', 30, spinner)
     assert re.search(r'awaiting 2 clients', server.output())

@@ -227,9 +227,12 @@ def test_rtc_requests_carry_the_plan_and_chunks_continue_it_without_a_seam(syste
     # the plan crosses DDS intact, shifted to the right capture, are the seams zero.
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join(
         [str(ROOT / 'test' / 'peers'), os.environ.get('PYTHONPATH', '')])}
+    # Refill 1 s ahead with a 0.3 s turnaround: every chunk lands while plan rows remain (a
+    # chunk landing as the plan runs out is measured against the last target, one step of
+    # motion away).
     run = system(server={'extra_latency_s': 0.3, 'policy_type': 'python',
                          'checkpoint': 'plan_echo_policy:make_runtime'},
-                 executor={'chunk_merge': 'rtc'}, server_env=env)
+                 executor={'chunk_merge': 'rtc', 'refill_seconds': 1.0}, server_env=env)
     run.wait_state('RUNNING')
     run.spinner.until(lambda: run.last().chunks_accepted >= 6, 40, 'six chunks')
     seams = {s.chunks_accepted: s.last_seam_rad for s in run.statuses if s.chunks_accepted >= 2}

@@ -191,8 +191,9 @@ def check_admission(contract: ServerContract, request: AdmitRequest,
         problems.append(f'merge mode {request.merge_mode!r} is not supported{why} (supported: '
                         f'{", ".join(contract.merge_modes)})')
     if not 1 <= request.max_requests_in_flight <= contract.max_requests_in_flight:
-        problems.append(f'requests in flight: client keeps up to {request.max_requests_in_flight}'
-                        f', server queues 1 to {contract.max_requests_in_flight} per client '
+        problems.append(f'requests in flight: client keeps up to '
+                        f'{request.max_requests_in_flight}, server queues 1 to '
+                        f'{contract.max_requests_in_flight} per client '
                         '(set max_requests_in_flight on the executor, max_requests_per_client '
                         'on the server)')
     if not abs(request.presence_lease_s - contract.presence_lease_s) <= 1e-6:

@@ -30,9 +30,11 @@ executor                    :class:`~remote_inference_py.executor.core.ExecutorC
                             ``tick`` every control period, measured and applied poses fed in
 policy server               :class:`~remote_inference_py.policy_server.core.
                             PolicyServerCore` with the same runtime, buffers, admission,
-                            observation selection and unit conversion; a chunk is delivered
-                            the injected latency L after its observation was ready (compute
-                            time counts as zero; one request at a time, as its one worker)
+                            observation selection and unit conversion; a request is served as
+                            soon as its observation is ready (compute time counts as zero,
+                            a session's requests in order) and its answer is delivered the
+                            injected latency L later, as the node's ``extra_latency_s`` does
+                            (a link: requests in flight overlap, answers arrive in order)
 ==========================  =================================================================
 
 What the simulated time leaves out: DDS transport (about 1 ms on one host), the policy's
@@ -50,7 +52,6 @@ it after a non-finite position, velocity or acceleration) raises :class:`Simulat
 """
 
 import heapq
-import math
 import time
 from typing import Any, Callable, Dict, List, Optional
 
@@ -185,7 +186,8 @@ class SimulatedSystem:
             ServerSettings(deployment=str(srv.get('deployment', 'so101')),
                            observation_wait_s=float(srv.get('observation_wait_s', 0.25)),
                            observation_history=int(srv.get('observation_history', 10)),
-                           max_batch_size=int(srv.get('max_batch_size', 1))),
+                           max_batch_size=int(srv.get('max_batch_size', 1)),
+                           max_requests_per_client=int(srv.get('max_requests_per_client', 4))),
             runtime, clock=lambda: self.now, sleep=lambda seconds: None)
         self.latency_s = float(configuration.latency_s)
         self.monitor = LiftMonitor(task)
@@ -194,7 +196,6 @@ class SimulatedSystem:
         self.last_stamp = 0.0
         self.next_cube = 0.0
         self.pending_frame: Optional[tuple] = None   # (stamp, qpos) not yet rendered
-        self.server_busy_until = -math.inf
         self.deliveries: List[tuple] = []   # heap of (time, sequence, answer)
         self.sequence = 0
         self.rejected_commands = 0
@@ -276,12 +277,12 @@ class SimulatedSystem:
             features=tuple(FeatureDeclaration(f.name, tuple(f.shape), f.dtype, f.kind)
                            for f in spec.features),
             merge_mode='synchronous' if cfg.synchronous else cfg.chunk_merge,
-            hardware_position_hold=True)
+            hardware_position_hold=True, max_requests_in_flight=cfg.max_requests_in_flight)
         result = self.server.admit(ROBOT, request)
         if not result.success:
             raise ValueError(f'admission refused: {result.message}')
         self.session_id = result.session_id
-        self.core.admit(result.session_id)
+        self.core.admit(result.session_id, self.server.chunk_length)
 
     def tick(self) -> None:
         """One executor control tick: command out, request out."""
@@ -304,18 +305,15 @@ class SimulatedSystem:
     # ---- the policy server ----------------------------------------------------------------
 
     def serve(self) -> None:
-        """Start serving ready requests if the worker is free (answers arrive after L)."""
-        if self.now < self.server_busy_until or not self.server.pending_count():
-            return
-        work = self.server.next_work(timeout=0.0)
-        if not work:
-            return
-        answers = self.server.serve(work)
-        done = self.now + (self.latency_s if work.ready else 0.0)
-        self.server_busy_until = done
-        for answer in answers:
-            heapq.heappush(self.deliveries, (done, self.sequence, answer))
-            self.sequence += 1
+        """Serve every ready request now (compute counts as zero); answers arrive L later."""
+        while self.server.pending_count():
+            work = self.server.next_work(timeout=0.0)
+            if not work:
+                return
+            done = self.now + self.latency_s
+            for answer in self.server.serve(work):
+                heapq.heappush(self.deliveries, (done, self.sequence, answer))
+                self.sequence += 1
 
     def deliver(self, answer) -> None:
         """Hand a chunk (or an error answer) to the executor, as the node's callback does."""

@@ -97,6 +97,7 @@ class Client:
     require_position_hold: bool = True
     timeout_s: float = 30.0
     presence_lease_s: float = PRESENCE_LEASE_S
+    max_requests_in_flight: int = 1
 
     def __post_init__(self):
         """Store the sequences as tuples."""
@@ -110,7 +111,8 @@ class Client:
             deployment=self.deployment, semantics=self.semantics,
             action_names=self.action_names, action_rate=self.action_rate,
             features=contract.features, merge_mode=self.merge_mode,
-            hardware_position_hold=position_hold, presence_lease_s=self.presence_lease_s)
+            hardware_position_hold=position_hold, presence_lease_s=self.presence_lease_s,
+            max_requests_in_flight=self.max_requests_in_flight)
 
 
 @dataclasses.dataclass(frozen=True)

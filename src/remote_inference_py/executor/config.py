@@ -24,7 +24,8 @@ read-only parameters); every other field of ExecutorConfig is a tunable that
 from dataclasses import dataclass, fields
 import math
 
-from remote_inference_py.contract.admission import CHUNK_MERGES, PRESENCE_LEASE_S
+from remote_inference_py.contract.admission import (
+    CHUNK_MERGES, MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S)
 
 OUTPUT_FORMATS = ('joint_state', 'float64_multi_array', 'joint_trajectory')
 """Message types of ``joint_commands``: JointState, Float64MultiArray, JointTrajectory."""
@@ -39,6 +40,7 @@ STRUCTURAL_FIELDS = (
     'action_offset',
     'joint_lower_limits',
     'joint_upper_limits',
+    'max_requests_in_flight',
 )
 
 
@@ -65,6 +67,8 @@ class ExecutorConfig:
     # Per-joint position limits [rad]; empty means unbounded (structural).
     joint_lower_limits: tuple[float, ...] = ()
     joint_upper_limits: tuple[float, ...] = ()
+    # Requests kept in flight at most, staggered (refill.py); agreed at admission (structural).
+    max_requests_in_flight: int = 1
 
     # Request the next chunk when buffered playback falls to this many seconds [s].
     refill_seconds: float = 0.2
@@ -102,7 +106,8 @@ class ExecutorConfig:
                      'ensemble_coeff', 'blend_weight', 'max_step_rad', 'return_speed_rad_s',
                      'capture_tolerance_s', 'step_period_tolerance'):
             object.__setattr__(self, name, _as_float(name, getattr(self, name)))
-        for name in ('interpolation_multiplier', 'action_offset', 'blend_steps'):
+        for name in ('interpolation_multiplier', 'action_offset', 'blend_steps',
+                     'max_requests_in_flight'):
             _require_int(name, getattr(self, name))
         for name in ('synchronous', 'return_to_initial_position'):
             if not isinstance(getattr(self, name), bool):
@@ -178,6 +183,11 @@ class ExecutorConfig:
                        low_open=True)
         _require_range('capture_tolerance_s', self.capture_tolerance_s, 0.0, 1.0)
         _require_range('step_period_tolerance', self.step_period_tolerance, 0.0, 0.5)
+        _require_range('max_requests_in_flight', self.max_requests_in_flight, 1,
+                       MAX_REQUESTS_IN_FLIGHT)
+        if self.synchronous and self.max_requests_in_flight != 1:
+            raise ValueError(f'max_requests_in_flight = {self.max_requests_in_flight} needs '
+                             'synchronous false (the synchronous loop waits for each chunk)')
 
     def _validate_merge(self):
         if self.chunk_merge not in CHUNK_MERGES:

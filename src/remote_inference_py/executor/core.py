@@ -37,8 +37,12 @@ The rules in detail (docs/design.md explains why):
   mode holding while the policy computes is the normal cycle: held ticks are counted in
   `held_ticks`, not `starved_ticks`, nothing is drained, no event is logged, and the grace
   still bounds each wait (keep it above the worst turnaround; the default is 3 s).
-- Requests. An abandoned request (drained at a wait, timed out, failed, or answered) is no
-  longer in flight; a chunk that answers it later is dropped as stale, never used. Refill
+- Requests. Up to `max_requests_in_flight` requests are in flight, staggered by
+  `refill.another_request_due` (the chunk horizon comes from admission). A chunk answering
+  any of them is taken; once one is merged, the older ones are closed and their chunks are
+  dropped as superseded (never play an older prediction over a newer one). An abandoned
+  request (drained at a wait, timed out, failed, superseded or answered) is no longer in
+  flight; a chunk that answers it later is dropped, never used. Refill
   requests ask for a capture no older than one action period before sending; recovery and
   startup requests for a capture at or after the wait began; synchronous requests for a capture
   at or after sending. After a failed request the next one waits at least one action period.
@@ -65,7 +69,8 @@ import numpy as np
 from remote_inference_py.contract.plan import CommittedPlan
 from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.executor.merge import first_tick_after, merge_chunk, place_chunk, Plan
-from remote_inference_py.executor.refill import effective_refill, refill_due, TurnaroundEstimator
+from remote_inference_py.executor.refill import (
+    another_request_due, effective_refill, request_spacing, TurnaroundEstimator)
 
 RECENT_SEAMS = 50
 _CLOSED_REQUESTS_KEPT = 64
@@ -171,6 +176,7 @@ class ExecutorStats:
     last_drop_reason: str
     recent_seams: tuple
     max_seam: float
+    requests_in_flight: int = 0
 
 
 @dataclass
@@ -219,7 +225,8 @@ class ExecutorCore:
         self._motion_started = False
         self._waiting_since = None
 
-        self._in_flight = None
+        self._in_flight = OrderedDict()   # request_id -> _Request, oldest first
+        self._chunk_horizon_s = 0.0
         self._closed_requests = OrderedDict()
         self._next_request_id = 1
         self._request_not_before = -math.inf
@@ -329,13 +336,18 @@ class ExecutorCore:
 
     # ---------------------------------------------------------------- lifecycle
 
-    def admit(self, session_id: str) -> None:
-        """Record the admitted session: IDLE -> READY."""
+    def admit(self, session_id: str, chunk_length: int = 0) -> None:
+        """Record the admitted session (and the server's chunk length): IDLE -> READY.
+
+        `chunk_length` (steps) gives the horizon a request in flight is expected to cover;
+        0 (unknown) uses the length of the chunks received so far.
+        """
         if self._state != State.IDLE:
             raise RuntimeError(f'cannot admit a session in state {self._state.name}')
         if not session_id:
             raise ValueError('session_id must not be empty')
         self._session_id = session_id
+        self._chunk_horizon_s = max(0, int(chunk_length)) / self._cfg.fps
         self._set_state(State.READY, f"admitted session '{session_id}'")
 
     def start(self, now: float) -> None:
@@ -368,8 +380,9 @@ class ExecutorCore:
         if self._server_lost:
             return
         self._server_lost = True
-        if self._in_flight is not None:
-            self._close_request(f'the server was lost at t={now:.3f}')
+        lost = self._close_all(f'the server was lost at t={now:.3f}')
+        if lost:
+            self._event(f'{_requests(lost)} abandoned: the server was lost')
         if self._state == State.READY:
             self._enter_terminal(State.FAULT, 'server lost before start')
         elif self._state in (State.RUNNING, State.WAITING):
@@ -478,9 +491,10 @@ class ExecutorCore:
             self._set_state(State.WAITING, 'waiting for the next chunk (synchronous)',
                             log=False)
             return
-        if self._in_flight is not None:
-            self._close_request(f'drained when the wait began at t={now:.3f}')
-            self._counts['drained_requests'] += 1
+        drained = self._close_all(f'drained when the wait began at t={now:.3f}')
+        self._counts['drained_requests'] += len(drained)
+        if drained:
+            self._event(f'{_requests(drained)} drained when the wait began')
         if self._motion_started:
             why = f'starved: nothing to dispatch at tick {tick}'
         else:
@@ -520,22 +534,19 @@ class ExecutorCore:
         if self._state not in (State.RUNNING, State.WAITING) or self._server_lost:
             return None
         cfg = self._cfg
-        if self._in_flight is not None:
-            if now - self._in_flight.sent_time <= cfg.request_timeout_s:
-                return None
-            request_id = self._in_flight.request_id
-            self._close_request(f'abandoned after the {cfg.request_timeout_s:g} s timeout')
-            self._counts['request_timeouts'] += 1
-            self._event(f'request {request_id} timed out after {cfg.request_timeout_s:g} s')
+        self._expire_requests(now)
         if now < self._request_not_before:
             return None
         buffered = self._buffered_playback()
         waiting = self._waiting_since is not None
         if cfg.synchronous:
-            due = buffered <= 0.0
+            due = buffered <= 0.0 and not self._in_flight
             kind = 'synchronous'
         else:
-            due = waiting or refill_due(buffered, self._effective_refill())
+            # While holding, one request at a time: the plan's end is unknown until a chunk
+            # resumes motion (it then plays from step 0), so coverage cannot be judged.
+            due = (not self._in_flight if waiting
+                   else self._another_request_due(now, buffered))
             kind = 'refill' if not waiting else (
                 'recovery' if self._motion_started else 'startup')
         if not due:
@@ -551,7 +562,7 @@ class ExecutorCore:
             plan, frozen_until = self._committed_plan(now, earliest)
         request = _Request(self._next_request_id, now, earliest, buffered, kind, frozen_until)
         self._next_request_id += 1
-        self._in_flight = request
+        self._in_flight[request.request_id] = request
         self._counts['requests'] += 1
         return RequestOrder(request.request_id, earliest, now, buffered, kind, plan)
 
@@ -580,21 +591,49 @@ class ExecutorCore:
         start = self._timeline_start + (first - cfg.action_offset) / cfg.fps
         return CommittedPlan(start, np.array(rows), frozen), first + frozen
 
+    def _expire_requests(self, now: float) -> None:
+        """Close every request in flight for longer than the timeout, naming each."""
+        timeout = self._cfg.request_timeout_s
+        for request in list(self._in_flight.values()):
+            if now - request.sent_time > timeout:
+                self._close_request(request.request_id,
+                                    f'abandoned after the {timeout:g} s timeout')
+                self._counts['request_timeouts'] += 1
+                self._event(f'request {request.request_id} timed out after {timeout:g} s')
+
+    def _another_request_due(self, now: float, buffered: float) -> bool:
+        """Return True when the staggering rule (refill.py) asks for one more request now."""
+        cfg = self._cfg
+        requests = list(self._in_flight.values())
+        return another_request_due(
+            buffered,
+            [r.earliest_capture_time + self._chunk_horizon_s - now for r in requests],
+            now - requests[-1].sent_time if requests else math.inf,
+            self._effective_refill(), cfg.max_requests_in_flight,
+            request_spacing(self._turnaround.recent_max_s, cfg.max_requests_in_flight, cfg.fps))
+
     def on_request_failed(self, request_id: int, reason: str, now: float) -> bool:
         """Record that the server could not serve a request; False if it was not in flight."""
-        if self._in_flight is None or self._in_flight.request_id != request_id:
+        if request_id not in self._in_flight:
             return False
-        self._close_request(f'failed: {reason}')
+        self._close_request(request_id, f'failed: {reason}')
         self._counts['request_failures'] += 1
         self._request_not_before = now + self._cfg.action_period
         self._event(f'request {request_id} failed: {reason}')
         return True
 
-    def _close_request(self, why: str) -> None:
-        self._closed_requests[self._in_flight.request_id] = why
+    def _close_request(self, request_id: int, why: str) -> None:
+        del self._in_flight[request_id]
+        self._closed_requests[request_id] = why
         while len(self._closed_requests) > _CLOSED_REQUESTS_KEPT:
             self._closed_requests.popitem(last=False)
-        self._in_flight = None
+
+    def _close_all(self, why: str, before: int | None = None) -> list:
+        """Close the requests in flight (those older than request `before`); return their ids."""
+        closed = [i for i in self._in_flight if before is None or i < before]
+        for request_id in closed:
+            self._close_request(request_id, why)
+        return closed
 
     # ---------------------------------------------------------------- chunks
 
@@ -609,14 +648,14 @@ class ExecutorCore:
         if self._server_lost:
             return self._drop(request_id, f"server lost: session '{self._session_id}' does "
                                           'not resume')
-        request = self._in_flight
-        if request is None or request.request_id != request_id:
+        request = self._in_flight.get(request_id)
+        if request is None:
             return self._drop(request_id, self._not_in_flight(request_id))
 
         turnaround = now - request.sent_time
         self._turnaround.add(max(0.0, turnaround),
                              steady=request.kind in ('refill', 'synchronous'))
-        self._close_request('already answered')
+        self._close_request(request_id, 'already answered')
         details = dict(turnaround=turnaround,
                        playback_at_submission=request.playback_at_submission,
                        observation_age=now - chunk.capture_time)
@@ -643,6 +682,12 @@ class ExecutorCore:
                               **details)
 
         self._plan = result.plan
+        if not self._cfg.synchronous:   # what the next request in flight will cover
+            self._chunk_horizon_s = self._chunk_horizon_s or len(positions) / cfg.fps
+        superseded = self._close_all(f'superseded by request {request_id}', before=request_id)
+        if superseded:
+            self._event(f'{_requests(superseded)} superseded by the chunk of request '
+                        f'{request_id}')
         self._counts['chunks_accepted'] += 1
         self._counts['trimmed_steps'] += result.trimmed_steps
         self._seams.append(result.seam)
@@ -656,9 +701,12 @@ class ExecutorCore:
         why = self._closed_requests.get(request_id)
         if why == 'already answered':
             return f'duplicate: request {request_id} was already answered'
+        if why is not None and why.startswith('superseded'):
+            return (f'superseded: answers request {request_id}, older than request '
+                    f'{why.rsplit(" ", 1)[-1]} already merged')
         if why is not None:
             return f'stale: answers request {request_id}, which was {why}'
-        in_flight = self._in_flight.request_id if self._in_flight else 'none'
+        in_flight = _id_list(self._in_flight) or 'none'
         return f'unknown request {request_id} (in flight: {in_flight})'
 
     def _validated_positions(self, chunk: Chunk, now: float, request: _Request):
@@ -759,8 +807,9 @@ class ExecutorCore:
 
     def _shut_down(self, outcome: State, reason: str) -> None:
         """Leave RUNNING or WAITING: return home when possible, else end at once."""
-        if self._in_flight is not None:
-            self._close_request('abandoned at shutdown')
+        abandoned = self._close_all('abandoned at shutdown')
+        if abandoned:
+            self._event(f'{_requests(abandoned)} abandoned at shutdown')
         self._plan = Plan.empty(len(self._cfg.joint_names))
         self._segment_tick = None
         self._segment_target = None
@@ -811,7 +860,7 @@ class ExecutorCore:
         self._plan = Plan.empty(len(self._cfg.joint_names))
         self._segment_tick = None
         self._segment_target = None
-        self._in_flight = None
+        self._in_flight.clear()
         self._set_state(state, message)
 
     # ---------------------------------------------------------------- status
@@ -832,6 +881,7 @@ class ExecutorCore:
             recent_seams=tuple(self._seams),
             max_seam=self._max_seam,
             last_drop_reason=self._last_drop_reason,
+            requests_in_flight=len(self._in_flight),
             **counts,
         )
 
@@ -863,6 +913,15 @@ class ExecutorCore:
             return None
         names = set(config.blend_components)
         return np.array([name in names for name in config.joint_names])
+
+
+def _id_list(request_ids) -> str:
+    return ', '.join(str(i) for i in request_ids)
+
+
+def _requests(request_ids) -> str:
+    ids = list(request_ids)
+    return f'request{"s" if len(ids) > 1 else ""} {_id_list(ids)}'
 
 
 def _first_non_finite(vector: np.ndarray, names) -> str:

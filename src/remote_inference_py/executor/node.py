@@ -56,6 +56,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
+from rclpy.time import Time
 from remote_inference.msg import (
     ExecutorStatus,
     HardwareInfo,
@@ -72,7 +73,7 @@ from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import (
     build_config, declare_parameters, parameter_value, ParamSpec)
 from remote_inference_py.common.ticker import Ticker
-from remote_inference_py.contract.admission import PRESENCE_LEASE_S
+from remote_inference_py.contract.admission import MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S
 from remote_inference_py.executor.admission import (
     Admission, Admitted, AskAdmission, AskCapabilities, Client, Facts, Hardware, Phase, Refused)
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
@@ -109,6 +110,11 @@ PARAMETERS = {spec.name: spec for spec in (
               'Lower joint limits [rad], in joint_names order.'),
     ParamSpec('joint_upper_limits', [3.2] * 6, T.PARAMETER_DOUBLE_ARRAY,
               'Upper joint limits [rad], in joint_names order.'),
+    ParamSpec('max_requests_in_flight', 1, T.PARAMETER_INTEGER,
+              'Requests kept in flight at most, staggered so their chunks land before the plan'
+              ' runs out (hides a turnaround above half a chunk); the server must queue as '
+              'many per client (asked at admission). 1: the next request waits for the last '
+              'answer.', low=1, high=MAX_REQUESTS_IN_FLIGHT),
     ParamSpec('refill_seconds', 0.2, T.PARAMETER_DOUBLE,
               'Request the next chunk when buffered playback falls to this [s]; effective '
               'refill = max(this, recent max turnaround + 1/fps).',
@@ -318,7 +324,7 @@ class ExecutorNode(Node):
         now = time.monotonic()
         self.server_last_seen = now
         chunk = Chunk(session_id=msg.session_id, request_id=msg.request_id,
-                      capture_time=self._to_core_time(msg.stamp_ns, now),
+                      capture_time=msg.stamp_ns * 1e-9 - self._clock_offset(),
                       joint_names=tuple(msg.joint_names), step_period=msg.step_period,
                       positions=np.asarray(msg.positions, dtype=np.float64),
                       step_count=msg.step_count)
@@ -361,9 +367,15 @@ class ExecutorNode(Node):
 
     # ---- time ---------------------------------------------------------------------------
 
-    def _to_core_time(self, stamp_ns, now_mono):
-        """Convert a ROS stamp [ns] (robot clock) to the core's monotonic clock."""
-        return now_mono - (self.get_clock().now().nanoseconds - stamp_ns) * 1e-9
+    def _clock_offset(self):
+        """Return ROS time minus the core's monotonic clock [s], the two read back to back.
+
+        Stamps cross between the clocks through this offset only: a conversion against a
+        `now` read earlier in a callback would shift by however long the callback waited
+        (milliseconds under load), enough to move a capture onto the next action step.
+        """
+        ros_now = self.get_clock().now().nanoseconds
+        return ros_now * 1e-9 - time.monotonic()
 
     # ---- admission ----------------------------------------------------------------------
 
@@ -377,7 +389,8 @@ class ExecutorNode(Node):
                       expected_features=settings.expected_features,
                       require_position_hold=settings.require_position_hold,
                       timeout_s=settings.admission_timeout_s,
-                      presence_lease_s=settings.presence_lease_s)
+                      presence_lease_s=settings.presence_lease_s,
+                      max_requests_in_flight=cfg.max_requests_in_flight)
 
     def _advance_admission(self, now_mono):
         """Run the admission handshake one step per tick (executor/admission.py); never block."""
@@ -397,7 +410,7 @@ class ExecutorNode(Node):
                 self.admission_future = None
                 self.capabilities = action.capabilities
                 with self.lock:
-                    self.core.admit(action.session_id)
+                    self.core.admit(action.session_id, action.chunk_length)
                 self.get_logger().info(
                     f'admitted: session={action.session_id} instance={action.instance_id} '
                     f'deployment={self.settings.deployment} '
@@ -460,7 +473,7 @@ class ExecutorNode(Node):
                     self.get_logger().info('motion started')
             out = self.core.tick(now)
         if out.request is not None:
-            self._send_request(out.request, now)
+            self._send_request(out.request)
         if out.command is not None:
             self._send_command(out.command)
         for event in out.events:
@@ -484,15 +497,15 @@ class ExecutorNode(Node):
         self.exit_code = 1
         self.finished = True
 
-    def _send_request(self, order, now):
+    def _send_request(self, order):
         msg = InferenceRequest()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.session_id = self.core.session_id
         msg.request_id = order.request_id
-        ros_now = self.get_clock().now()
+        offset = self._clock_offset()
 
-        def stamp(core_time):   # one clock reading for both stamps keeps their distance exact
-            return (ros_now - Duration(nanoseconds=int(round((now - core_time) * 1e9)))).to_msg()
+        def stamp(core_time):
+            return Time(nanoseconds=int(round((core_time + offset) * 1e9))).to_msg()
 
         msg.earliest_capture_stamp = stamp(order.earliest_capture_time)
         msg.task = self.settings.task
@@ -592,6 +605,7 @@ class ExecutorNode(Node):
         msg.max_turnaround_s = stats.max_turnaround_s
         msg.ticks = stats.ticks
         msg.requests = stats.requests
+        msg.requests_in_flight = stats.requests_in_flight
         msg.chunks_accepted = stats.chunks_accepted
         msg.chunks_dropped = stats.chunks_dropped
         msg.starved_ticks = stats.starved_ticks
@@ -625,7 +639,9 @@ class ExecutorNode(Node):
         cfg = self.config
         return (f'fps={cfg.fps} interpolation_multiplier={cfg.interpolation_multiplier} '
                 f'chunk_merge={cfg.chunk_merge} synchronous={cfg.synchronous} '
-                f'refill_seconds={cfg.refill_seconds} blend_steps={cfg.blend_steps} '
+                f'refill_seconds={cfg.refill_seconds} '
+                f'max_requests_in_flight={cfg.max_requests_in_flight} '
+                f'blend_steps={cfg.blend_steps} '
                 f'blend_weight={cfg.blend_weight} '
                 f'blend_components={list(cfg.blend_components) or "all"} '
                 f'starvation_grace_s={cfg.starvation_grace_s} '

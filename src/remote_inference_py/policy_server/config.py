@@ -18,8 +18,9 @@ The policy server's settings as one frozen, validated dataclass (no ROS).
 The node maps its declared ROS parameters one to one onto the fields of :class:`ServerConfig`
 (same names). From it come what the runtime registry needs to load the policy
 (:meth:`ServerConfig.runtime_options`) and the core's settings
-(:meth:`ServerConfig.server_settings`); ``idle_timeout_s``, ``observation_wait_s`` and
-``extra_latency_s`` may change while serving, everything else is fixed at start-up.
+(:meth:`ServerConfig.server_settings`); ``idle_timeout_s``, ``observation_wait_s``,
+``extra_latency_s`` and ``extra_compute_s`` may change while serving, everything else is
+fixed at start-up.
 """
 
 import dataclasses
@@ -31,7 +32,7 @@ from remote_inference_py.policy_server.runtimes import RuntimeOptions
 from remote_inference_py.policy_server.topics import IMAGE_TRANSPORTS, parse_feature_topics
 from remote_inference_py.robot.calibration import Calibration
 
-LIVE_FIELDS = ('idle_timeout_s', 'observation_wait_s', 'extra_latency_s')
+LIVE_FIELDS = ('idle_timeout_s', 'observation_wait_s', 'extra_latency_s', 'extra_compute_s')
 """Fields that may change while serving (the same fields of ServerSettings)."""
 
 
@@ -66,8 +67,10 @@ class ServerConfig:
     observation_wait_s: float = 0.25
     inline_serve_max_ms: float = 2.0
     extra_latency_s: float = 0.0
+    extra_compute_s: float = 0.0
     presence_lease_s: float = PRESENCE_LEASE_S
     image_transport: str = 'raw'
+    max_requests_per_client: int = 4
 
     def __post_init__(self):
         """Store the lists as tuples and validate what the parameter ranges cannot."""
@@ -95,7 +98,9 @@ class ServerConfig:
             observation_wait_s=self.observation_wait_s,
             observation_history=self.observation_history, max_batch_size=self.max_batch_size,
             chunk_length=self.chunk_length, rotate_180=self.rotate_180,
-            extra_latency_s=self.extra_latency_s, presence_lease_s=self.presence_lease_s)
+            extra_latency_s=self.extra_latency_s, extra_compute_s=self.extra_compute_s,
+            presence_lease_s=self.presence_lease_s,
+            max_requests_per_client=self.max_requests_per_client)
 
     def runtime_options(self, calibration: Optional[Calibration] = None) -> RuntimeOptions:
         """Return what the runtime registry needs to load the policy."""

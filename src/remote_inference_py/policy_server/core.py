@@ -25,15 +25,20 @@ returns in microseconds) and runs a worker thread that loops over :meth:`next_wo
     core.on_request('', Request('', result.session_id, 1, earliest_ns))
     answers = core.serve(core.next_work(timeout=0.5))          # worker thread
 
-Requests wait in a latest-wins slot per session: a newer request from the same session
-replaces one that has not started (counted as superseded; the executor keeps at most one in
-flight, so it had given up on the older one). A request is ready when every stream has a
-sample captured at or after its earliest capture stamp; it waits up to
-``observation_wait_s`` for one and is then answered with an error naming the missing stream,
-headed by its kind: ``stale observation`` (a stream's newest sample was captured before the
-earliest capture stamp: a camera that stalled or was unplugged), ``missing observation`` (a
-stream has delivered nothing usable yet) or ``unusable observation`` (samples failed to
-decode).
+Requests wait in a queue per session and are served one at a time in request order: the
+second waits until the first has been taken into a forward pass (an executor that keeps
+several requests in flight staggers them, and an older prediction must never arrive after a
+newer one). The queue holds as many requests as the client said it keeps in flight at
+admission (at most ``max_requests_per_client``, the contract's ``max_requests_in_flight``); a
+request beyond that drops the oldest one not started (counted as superseded: its client had
+given up on it). With one request in flight this is a latest-wins slot. Each request's
+observation is selected when it is served, from its own earliest capture stamp. A request
+is ready when every stream has a sample captured at or after its earliest capture stamp; it
+waits up to ``observation_wait_s`` for one and is then answered with an error naming the
+missing stream, headed by its kind: ``stale observation`` (a stream's newest sample was
+captured before the earliest capture stamp: a camera that stalled or was unplugged),
+``missing observation`` (a stream has delivered nothing usable yet) or ``unusable
+observation`` (samples failed to decode).
 Ready requests of different sessions are batched into one forward pass, up to
 ``max_batch_size`` and what the runtime declares; the rest wait for the next pass.
 
@@ -41,8 +46,13 @@ A request may carry the executor's committed plan (rtc merge, docs/design.md sec
 runtime that supports it (``supports_prefix``), :meth:`PolicyServerCore.prefix_for` shifts the
 plan to the capture of the observation actually used, converts it to the policy's normalized
 units and hands it to ``infer``; other runtimes never see it (admission refuses rtc for them).
+
+``extra_compute_s`` keeps the worker busy that much longer per forward pass (a slower model:
+requests queue behind it). ``extra_latency_s`` is not the core's: the node holds each answer
+back that long after it is computed (a link or a remote queue: the worker goes on serving).
 """
 
+import collections
 import dataclasses
 import math
 import threading
@@ -52,8 +62,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from remote_inference_py.contract.admission import (
-    AdmitRequest, check_admission, FeatureDeclaration, MERGE_MODES, PLAIN_MERGE_MODES,
-    PRESENCE_LEASE_S, ServerContract)
+    AdmitRequest, check_admission, FeatureDeclaration, MAX_REQUESTS_IN_FLIGHT, MERGE_MODES,
+    PLAIN_MERGE_MODES, PRESENCE_LEASE_S, ServerContract)
 from remote_inference_py.contract.plan import CommittedPlan
 from remote_inference_py.policy_server import images
 from remote_inference_py.policy_server.images import InputError
@@ -86,6 +96,8 @@ class ServerSettings:
     rotate_180: Tuple[str, ...] = ()
     extra_latency_s: float = 0.0
     presence_lease_s: float = PRESENCE_LEASE_S
+    max_requests_per_client: int = 4
+    extra_compute_s: float = 0.0
 
     def __post_init__(self):
         """Validate every field."""
@@ -101,10 +113,15 @@ class ServerSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or value < low:
                 raise ValueError(f'{name} must be an integer >= {low}, got {value!r}')
+        value = self.max_requests_per_client
+        if not isinstance(value, int) or not 1 <= value <= MAX_REQUESTS_IN_FLIGHT:
+            raise ValueError(f'max_requests_per_client must be an integer from 1 to '
+                             f'{MAX_REQUESTS_IN_FLIGHT}, got {value!r}')
         if not (isinstance(self.presence_lease_s, (int, float))
                 and math.isfinite(self.presence_lease_s) and self.presence_lease_s > 0):
             raise ValueError(f'presence_lease_s must be > 0, got {self.presence_lease_s!r}')
-        for name in ('idle_timeout_s', 'observation_wait_s', 'extra_latency_s'):
+        for name in ('idle_timeout_s', 'observation_wait_s', 'extra_latency_s',
+                     'extra_compute_s'):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f'{name} must be a finite number >= 0, got {value!r}')
@@ -125,7 +142,7 @@ class Request:
 
 @dataclasses.dataclass
 class Job:
-    """A request waiting in its session's slot."""
+    """A request waiting in its session's queue."""
 
     request: Request
     received: float
@@ -160,6 +177,10 @@ class Work:
     def __bool__(self) -> bool:
         """Return True when there is something to do."""
         return bool(self.ready or self.failed)
+
+
+def _request_order(job: Job) -> int:
+    return job.request.request_id
 
 
 class PolicyServerCore:
@@ -197,10 +218,14 @@ class PolicyServerCore:
             features=tuple(FeatureDeclaration(f.name, tuple(f.shape), f.dtype, f.kind)
                            for f in spec.features),
             merge_modes=MERGE_MODES if runtime.supports_prefix else PLAIN_MERGE_MODES,
-            presence_lease_s=settings.presence_lease_s)
+            presence_lease_s=settings.presence_lease_s,
+            max_requests_in_flight=settings.max_requests_per_client)
         self.sessions = SessionTable(settings.max_clients, clock)
         self.stats = ActivityStats()
-        self._pending: Dict[str, Job] = {}
+        # Per session: its requests not started yet, oldest first (never empty), and how many
+        # it may queue (what it keeps in flight).
+        self._pending: Dict[str, collections.deque] = {}
+        self._queue_bound: Dict[str, int] = {}
         self._late_rejections: List[Tuple[str, str, InputError]] = []
         self._cond = threading.Condition()
         self._stopped = False
@@ -221,8 +246,8 @@ class PolicyServerCore:
     # ---- settings -----------------------------------------------------------------------
 
     def update_settings(self, **changes) -> ServerSettings:
-        """Apply live changes (idle_timeout_s, observation_wait_s, extra_latency_s)."""
-        live = {'idle_timeout_s', 'observation_wait_s', 'extra_latency_s'}
+        """Apply live changes (the timeouts and the two injected delays)."""
+        live = {'idle_timeout_s', 'observation_wait_s', 'extra_latency_s', 'extra_compute_s'}
         fixed = sorted(set(changes) - live)
         if fixed:
             raise ValueError(f'read-only while running: {", ".join(fixed)}')
@@ -242,6 +267,10 @@ class PolicyServerCore:
                                          self.settings.idle_timeout_s, problems)
             for session_id in result.released:
                 self._pending.pop(session_id, None)
+                self._queue_bound.pop(session_id, None)
+            if result.success:
+                self._queue_bound[result.session_id] = max(1, min(
+                    request.max_requests_in_flight, self.settings.max_requests_per_client))
         return result
 
     @property
@@ -289,7 +318,7 @@ class PolicyServerCore:
     # ---- requests -----------------------------------------------------------------------
 
     def on_request(self, request: Request) -> Optional[Answer]:
-        """Queue a request in its session's slot; return an error answer when refused."""
+        """Queue a request in its session's queue; return an error answer when refused."""
         with self._cond:
             self.stats.count('requests')
             why = self.sessions.touch(request.session_id, request.robot)
@@ -297,10 +326,18 @@ class PolicyServerCore:
                 self.stats.count('refused')
                 return self._error(request, why)
             now = self.clock()
-            if request.session_id in self._pending:
+            queue = self._pending.setdefault(request.session_id, collections.deque())
+            bound = self._queue_bound.get(request.session_id,
+                                          self.settings.max_requests_per_client)
+            while len(queue) >= bound:
+                queue.popleft()
                 self.stats.count('superseded')
-            self._pending[request.session_id] = Job(
-                request, now, now + self.settings.observation_wait_s)
+            job = Job(request, now, now + self.settings.observation_wait_s)
+            if queue and queue[-1].request.request_id > request.request_id:
+                queue = collections.deque(sorted([*queue, job], key=_request_order))
+                self._pending[request.session_id] = queue
+            else:
+                queue.append(job)
             self._cond.notify()
         return None
 
@@ -319,7 +356,7 @@ class PolicyServerCore:
     def pending_count(self) -> int:
         """Return the number of requests waiting for the worker."""
         with self._cond:
-            return len(self._pending)
+            return sum(len(queue) for queue in self._pending.values())
 
     def wake_worker(self) -> None:
         """Make a waiting next_work look at the pending requests again."""
@@ -341,7 +378,8 @@ class PolicyServerCore:
             while not self._stopped:
                 now = self.clock()
                 work = Work()
-                for job in sorted(self._pending.values(), key=lambda j: j.received):
+                heads = [queue[0] for queue in self._pending.values()]
+                for job in sorted(heads, key=lambda j: j.received):
                     buffers = self.buffers[job.request.robot]
                     selection = self.assembler.select(buffers, job.request.earliest_ns)
                     if job.last_error and now >= job.deadline:
@@ -361,14 +399,23 @@ class PolicyServerCore:
                             f'{self.settings.observation_wait_s} s: {missing}')))
                 if work:
                     for job in [j for j, _ in work.ready] + [j for j, _, _ in work.failed]:
-                        del self._pending[job.request.session_id]
+                        self._start(job, now)
                     return work
-                deadlines = [j.deadline for j in self._pending.values()]
+                deadlines = [queue[0].deadline for queue in self._pending.values()]
                 wake = min(deadlines + [give_up])
                 if now >= give_up and wake >= give_up:
                     return work
                 self._cond.wait(max(wake - now, 0.0005))
         return Work()
+
+    def _start(self, job: Job, now: float) -> None:
+        """Take the head of its session's queue; the next one waits for its observation now."""
+        queue = self._pending[job.request.session_id]
+        queue.popleft()
+        if queue:
+            queue[0].deadline = max(queue[0].deadline, now + self.settings.observation_wait_s)
+        else:
+            del self._pending[job.request.session_id]
 
     def serve(self, work: Work) -> List[Answer]:
         """Preprocess, run one forward pass and postprocess; return one answer per request."""
@@ -407,9 +454,9 @@ class PolicyServerCore:
             message = f'policy forward pass failed: {str(error).strip()[:300]}'
             return answers + [self._fail(item[0].request, 'inference', message)
                               for item in batch]
-        latency = self.settings.extra_latency_s
-        if latency > 0:
-            self.sleep(latency)
+        compute = self.settings.extra_compute_s
+        if compute > 0:
+            self.sleep(compute)
         inference_ms = (self.clock() - started) * 1000.0
         with self._cond:
             self.stats.batch(len(batch))
@@ -462,11 +509,19 @@ class PolicyServerCore:
             self.stats.served(answer.timings)
 
     def _retry(self, job: Job, error: InputError) -> None:
-        """Put a job back after a frame failed to decode; it selects again or times out."""
+        """Put a job back after a frame failed to decode; it selects again or times out.
+
+        It goes back at the head of its session's queue, unless the queue filled up meanwhile
+        (newer requests replaced it).
+        """
         with self._cond:
             self.stats.count('retried')
             job.last_error = str(error)
-            self._pending.setdefault(job.request.session_id, job)
+            session_id = job.request.session_id
+            bound = self._queue_bound.get(session_id, self.settings.max_requests_per_client)
+            queue = self._pending.setdefault(session_id, collections.deque())
+            if len(queue) < bound:
+                queue.appendleft(job)
             self._cond.notify()
 
     def _fail(self, request: Request, category: str, message: str) -> Answer:

@@ -49,7 +49,8 @@ whenever the shared frames stop or cannot be opened here (another host or user).
 
 Threads: callbacks hand samples, admissions and requests to the core (the node spins one
 rclpy executor, see ``run_node``); one worker thread waits for ready requests, runs
-preprocessing, the forward pass and postprocessing, and publishes the chunks. When warm-up
+preprocessing, the forward pass and postprocessing, and publishes the chunks (a delivery
+thread publishes them instead while ``extra_latency_s`` holds answers back). When warm-up
 measured a forward pass within ``inline_serve_max_ms`` (default 2 ms) and one robot is served,
 the callback that makes a request ready serves it itself (one thread hand-off less; the worker
 still serves what waits, e.g. a request whose observation is late); a slower model or several
@@ -60,11 +61,14 @@ A chunk's ``header.stamp`` is the capture stamp of the observation used; when th
 sample and the camera frames differ, the oldest of them (see :mod:`.observation`). A request
 that cannot be served is answered with ``error`` set and no positions (unknown session,
 no usable observation within ``observation_wait_s``, a failed forward pass, a non-finite
-output); a newer request of the same session replaces one still waiting (counted).
+output). A session's requests are served in order, one at a time; beyond what the client
+keeps in flight (``max_requests_per_client`` at most) a newer request replaces the oldest one
+still waiting (counted as superseded).
 
-``extra_latency_s`` is a test and benchmark knob: it delays every answer by that much on top
-of the forward pass (reported as inference time), to emulate a slower model on the real
-system; keep it 0 in production.
+Two test and benchmark knobs, both 0 in production: ``extra_latency_s`` holds every answer
+back that long after it is computed, without holding up the worker (a slow link or a remote
+queue; answers still leave in order, :mod:`.delivery`), and ``extra_compute_s`` keeps the
+worker busy that long per forward pass (a slower model, reported as inference time).
 """
 
 import dataclasses
@@ -85,10 +89,11 @@ from std_msgs.msg import Float64MultiArray
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import build_config, declare_parameters, ParamSpec
 from remote_inference_py.contract.admission import (
-    AdmitRequest, PRESENCE_LEASE_S, PROTOCOL_VERSION)
+    AdmitRequest, MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S, PROTOCOL_VERSION)
 from remote_inference_py.contract.plan import plan_from_fields
 from remote_inference_py.policy_server.config import LIVE_FIELDS, ServerConfig
 from remote_inference_py.policy_server.core import Answer, Request
+from remote_inference_py.policy_server.delivery import DelayLine
 from remote_inference_py.policy_server.images import CompressedImage, InputError, RawImage
 from remote_inference_py.policy_server.loading import load_policy
 from remote_inference_py.policy_server.topics import COMPRESSED_SUFFIX, topic_name
@@ -146,6 +151,9 @@ PARAMETERS = {spec.name: spec for spec in (
               low=0, high=100000),
     ParamSpec('max_clients', 1, T.PARAMETER_INTEGER,
               'Admitted sessions at most, over all robots.', low=1, high=1000),
+    ParamSpec('max_requests_per_client', 4, T.PARAMETER_INTEGER,
+              'Requests one client may keep in flight (queued and served in order); a client '
+              'asking more at admission is refused.', low=1, high=MAX_REQUESTS_IN_FLIGHT),
     ParamSpec('max_batch_size', 8, T.PARAMETER_INTEGER,
               'Requests batched into one forward pass at most (if the policy allows).',
               low=1, high=1024),
@@ -172,8 +180,13 @@ PARAMETERS = {spec.name: spec for spec in (
               'Liveliness lease of policy/chunk [s]: silent this long, the server counts as '
               'lost; clients must use the same.', low=0.1, high=3600.0),
     ParamSpec('extra_latency_s', 0.0, T.PARAMETER_DOUBLE,
-              'Test/benchmark knob: delay every answer by this much on top of inference [s]; '
-              'keep 0 in production.', low=0.0, high=60.0, read_only=False),
+              'Test/benchmark knob: hold every answer back this long after it is computed, '
+              'without holding up the worker (a slow link or remote queue) [s]; keep 0 in '
+              'production.', low=0.0, high=60.0, read_only=False),
+    ParamSpec('extra_compute_s', 0.0, T.PARAMETER_DOUBLE,
+              'Test/benchmark knob: keep the worker busy this much longer per forward pass (a '
+              'slower model; counted as inference time) [s]; keep 0 in production.',
+              low=0.0, high=60.0, read_only=False),
 )}
 
 
@@ -201,6 +214,8 @@ class PolicyServerNode(Node):
         self.runtime = None
         self.core = None
         self.worker = None
+        self.delivery = DelayLine()
+        self.delivery_thread = None
         self.chunk_pubs = {}
         self.image_inputs = []
 
@@ -223,6 +238,9 @@ class PolicyServerNode(Node):
         self.create_timer(IMAGE_PATH_CHECK_S, self.check_image_paths)
         self.worker = threading.Thread(target=self._work, name='inference', daemon=True)
         self.worker.start()
+        self.delivery_thread = threading.Thread(target=self._deliver, name='delivery',
+                                                daemon=True)
+        self.delivery_thread.start()
         clients = 'one client' if settings.max_clients == 1 else \
             f'{settings.max_clients} clients'
         robots = ', '.join(repr(r) for r in settings.robots)
@@ -438,14 +456,27 @@ class PolicyServerNode(Node):
         answers = self.core.serve(work)
         for robot, stream, error in self.core.take_late_rejections():
             self._rejected(robot, stream, error)
+        latency = self.core.settings.extra_latency_s
         for answer in answers:
-            self._publish(answer)
+            if latency > 0 or len(self.delivery):
+                self.delivery.put(answer, latency)   # the delivery thread publishes it
+            else:
+                self._publish(answer)
+
+    def _deliver(self):
+        """Publish answers held back by extra_latency_s, in order (the delivery thread)."""
+        while not self._stop_event.is_set():
+            try:
+                for answer in self.delivery.take(timeout=0.5):
+                    self._publish(answer)
+            except Exception as error:  # noqa: B902 - the server keeps serving
+                self.log_throttled('error', ('delivery',), f'delivery error: {error!r}')
 
     def serve_inline(self):
         """Serve what is ready now, in this callback, when inline serving is on and idle."""
         if not self.inline:
             return
-        if self.core.settings.extra_latency_s > 0 or \
+        if self.core.settings.extra_compute_s > 0 or \
                 not self._serve_lock.acquire(blocking=False):
             self.core.wake_worker()   # the worker serves it (or will, once it is free)
             return
@@ -527,6 +558,9 @@ class PolicyServerNode(Node):
             self.core.stop()
         if self.worker is not None:
             self.worker.join(timeout=5.0)
+        self.delivery.stop()
+        if self.delivery_thread is not None:
+            self.delivery_thread.join(timeout=5.0)
         if self.runtime is not None:
             self.runtime.close()
         for publisher in self.chunk_pubs.values():

@@ -22,7 +22,9 @@ Each answered request carries four durations [ms] (the ActionChunk fields):
 - ``preprocess_ms``: assembling and converting its observation (image decoding, resize,
   unit conversion, normalization);
 - ``inference_ms``: the forward pass of the batch it was part of, plus the injected
-  ``extra_latency_s`` (a test and benchmark knob that stands for a slower model);
+  ``extra_compute_s`` (a test and benchmark knob that stands for a slower model; the
+  injected link latency ``extra_latency_s`` comes after the answer is built and is not
+  counted here);
 - ``postprocess_ms``: unnormalization, conversion to SI radians and building the message.
 """
 
