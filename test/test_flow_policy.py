@@ -268,3 +268,9 @@ def test_train_export_and_serve_a_tiny_flow_policy(tmp_path):
     assert np.abs(guided - plain)[0, :10].mean() > 1e-3
     with pytest.raises(ValueError, match='steps'):
         dataclasses.replace(SamplerSettings(), steps=0).check()
+    # Training can continue from an exported model's weights.
+    resumed, _, (resumed_mean, _), _ = flow.train_flow(
+        dataset, dataclasses.replace(settings, epochs=0), progress=lambda text: None, init=path)
+    np.testing.assert_allclose(resumed_mean, mean)
+    for name, value in model.state_dict().items():
+        assert torch.equal(resumed.state_dict()[name], value), name

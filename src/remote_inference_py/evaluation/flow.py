@@ -49,7 +49,9 @@ on 2 CPU threads.
 (:mod:`~remote_inference_py.policy_server.sampler`).
 
 ``python -m remote_inference_py.evaluation.flow --dataset DATASET --out DIR --epochs N``
-(console script ``train_flow_policy``); then ``evaluate --policy DIR/model.pt2``.
+(console script ``train_flow_policy``); then ``evaluate --policy DIR/model.pt2``. ``--init
+DIR/model.pt2`` continues training from an exported model's weights (``--learning-rate`` to
+restart the schedule lower).
 """
 
 import argparse
@@ -168,14 +170,25 @@ class FlowTrainSettings:
 
 
 def train_flow(dataset_path: pathlib.Path, settings: FlowTrainSettings = FlowTrainSettings(),
-               max_samples: Optional[int] = None, progress=print):
-    """Train on a recorded dataset; return (model, image_size, (mean, std), loss history)."""
+               max_samples: Optional[int] = None, progress=print,
+               init: Optional[pathlib.Path] = None):
+    """Train on a recorded dataset; return (model, image_size, (mean, std), loss history).
+
+    ``init``: an exported ``model.pt2`` of this network whose weights training continues
+    from (its manifest's action statistics are kept).
+    """
     import torch
     torch.manual_seed(settings.seed)
     torch.set_num_threads(settings.threads)
     frames, states, chunks, image_size = load_dataset(dataset_path, max_samples)
     mean, std = action_statistics(states, chunks)
+    if init is not None:
+        normalization = json.loads(pathlib.Path(init).with_suffix('.json').read_text())[
+            'action']['normalization']
+        mean, std = np.asarray(normalization['mean']), np.asarray(normalization['std'])
     model = make_flow_model(mean, std, chunks.shape[1])
+    if init is not None:
+        model.load_state_dict(torch.export.load(str(init)).state_dict)
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.learning_rate)
     steps_per_epoch = max(1, len(states) // settings.batch_size)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
@@ -250,6 +263,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument('--out', default='runs/evaluation/flow')
     parser.add_argument('--epochs', type=int, default=FlowTrainSettings.epochs)
     parser.add_argument('--max-samples', type=int, default=0)
+    parser.add_argument('--init', default='',
+                        help='continue training from the weights of an exported model.pt2')
+    parser.add_argument('--learning-rate', type=float, default=FlowTrainSettings.learning_rate)
     parser.add_argument('--steps', type=int, default=SamplerSettings.steps,
                         help='Euler steps of the sampler (manifest sampler.steps)')
     parser.add_argument('--execution-horizon', type=int,
@@ -260,13 +276,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sampler_from_dict(sampler.to_dict())   # a bad value is named before training
     began = time.perf_counter()
     model, image_size, (mean, std), history = train_flow(
-        pathlib.Path(args.dataset), FlowTrainSettings(epochs=args.epochs),
-        max_samples=args.max_samples or None)
+        pathlib.Path(args.dataset),
+        FlowTrainSettings(epochs=args.epochs, learning_rate=args.learning_rate),
+        max_samples=args.max_samples or None, init=pathlib.Path(args.init) if args.init else None)
     seconds = time.perf_counter() - began
     path = export_flow(model, image_size, mean, std, out, sampler)
     (out / 'training.json').write_text(json.dumps(
         {'epochs': args.epochs, 'loss': history, 'seconds': seconds,
-         'dataset': str(args.dataset)}, indent=1))
+         'dataset': str(args.dataset), 'init': args.init,
+         'learning_rate': args.learning_rate}, indent=1))
     print(f'trained in {seconds:.0f} s (final loss {history[-1]:.4f}); exported {path} and '
           f'{path.with_suffix(".json")}; evaluate it with: evaluate --policy {path}')
     return 0
