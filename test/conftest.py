@@ -51,12 +51,12 @@ LEVELS = {
     committed_plan executor_admission executor_config executor_core executor_flight
     executor_properties hardware_commands image_cdr merge node_configs params policy_admission
     policy_core policy_flight policy_images policy_manifest policy_observation policy_runtimes
-    readme_python_example refill semantics ticker
+    readme_python_example refill semantics ticker flow_sampler
     """,
     'tools': """
     analysis cameras evaluation_cli evaluation_expert evaluation_learned evaluation_simtime
     feetech_bus frame_ring hardware_backend layout lerobot_runtime lint policy_export
-    policy_models
+    policy_models flow_policy
     """,
     'ros': """
     bringup_graph camera_node endpoints executor_node fixtures flight_nodes hardware_node

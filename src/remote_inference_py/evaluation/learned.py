@@ -160,14 +160,11 @@ def record_demonstrations(out_path: pathlib.Path, episodes: int, first_seed: int
 
 # ---- the model ------------------------------------------------------------------------------
 
-def make_model(chunk_length: int = CHUNK_LENGTH, joints: int = len(JOINT_NAMES),
-               delta_scale: Optional[np.ndarray] = None, channels: int = 32,
-               keypoints: int = 32, hidden: int = 256):
-    """Return the policy network (torch.nn.Module): ``model(state, image) -> chunk``.
+def make_keypoint_encoder(channels: int = 32, keypoints: int = 32):
+    """Return (conv encoder, spatial soft-argmax): image [B, 3, H, W] -> [B, 2 * keypoints].
 
-    ``state`` [B, joints] radians, ``image`` [B, 3, H, W] in [0, 1]; the output is
-    [B, chunk_length, joints] radians: the state plus predicted offsets times
-    ``delta_scale`` (the per-joint spread of the offsets in the data).
+    The soft-argmax gives each of the encoder's ``keypoints`` channels the expected (x, y)
+    image position of its softmax, in [-1, 1]: where things are in the image.
     """
     import torch
     from torch import nn
@@ -184,6 +181,26 @@ def make_model(chunk_length: int = CHUNK_LENGTH, joints: int = len(JOINT_NAMES),
             grid_x = xs[None, :].expand(height, width).reshape(-1)
             return torch.cat([(weights * grid_x).sum(-1), (weights * grid_y).sum(-1)], dim=1)
 
+    encoder = nn.Sequential(
+        nn.Conv2d(3, channels, 5, stride=2, padding=2), nn.ReLU(),
+        nn.Conv2d(channels, channels, 3, stride=1, padding=1), nn.ReLU(),
+        nn.Conv2d(channels, 2 * channels, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Conv2d(2 * channels, keypoints, 3, stride=1, padding=1))
+    return encoder, SpatialSoftArgmax()
+
+
+def make_model(chunk_length: int = CHUNK_LENGTH, joints: int = len(JOINT_NAMES),
+               delta_scale: Optional[np.ndarray] = None, channels: int = 32,
+               keypoints: int = 32, hidden: int = 256):
+    """Return the policy network (torch.nn.Module): ``model(state, image) -> chunk``.
+
+    ``state`` [B, joints] radians, ``image`` [B, 3, H, W] in [0, 1]; the output is
+    [B, chunk_length, joints] radians: the state plus predicted offsets times
+    ``delta_scale`` (the per-joint spread of the offsets in the data).
+    """
+    import torch
+    from torch import nn
+
     class ChunkPolicy(nn.Module):
         """Conv encoder + spatial soft-argmax + state -> MLP -> chunk of joint targets."""
 
@@ -191,12 +208,7 @@ def make_model(chunk_length: int = CHUNK_LENGTH, joints: int = len(JOINT_NAMES),
             super().__init__()
             self.chunk_length = chunk_length
             self.joints = joints
-            self.encoder = nn.Sequential(
-                nn.Conv2d(3, channels, 5, stride=2, padding=2), nn.ReLU(),
-                nn.Conv2d(channels, channels, 3, stride=1, padding=1), nn.ReLU(),
-                nn.Conv2d(channels, 2 * channels, 3, stride=2, padding=1), nn.ReLU(),
-                nn.Conv2d(2 * channels, keypoints, 3, stride=1, padding=1))
-            self.keypoints = SpatialSoftArgmax()
+            self.encoder, self.keypoints = make_keypoint_encoder(channels, keypoints)
             self.head = nn.Sequential(
                 nn.Linear(2 * keypoints + joints, hidden), nn.ReLU(),
                 nn.Linear(hidden, hidden), nn.ReLU(),
@@ -227,18 +239,22 @@ class TrainSettings:
     threads: int = 2
 
 
-def train(dataset_path: pathlib.Path, settings: TrainSettings = TrainSettings(),
-          max_samples: Optional[int] = None, progress=print):
-    """Train the model on a recorded dataset; return (model, image_size, history)."""
-    import torch
-    import torch.nn.functional as functional
-    torch.manual_seed(settings.seed)
-    torch.set_num_threads(settings.threads)
+def load_dataset(dataset_path: pathlib.Path, max_samples: Optional[int] = None):
+    """Return (frames, states, chunks, image size) of a recorded dataset (the first samples)."""
     data = np.load(dataset_path)
     frames, states, chunks = data['frames'], data['states'], data['chunks']
     if max_samples:
         frames, states, chunks = frames[:max_samples], states[:max_samples], chunks[:max_samples]
-    image_size = tuple(int(v) for v in data['image_size'])
+    return frames, states, chunks, tuple(int(v) for v in data['image_size'])
+
+
+def train(dataset_path: pathlib.Path, settings: TrainSettings = TrainSettings(),
+          max_samples: Optional[int] = None, progress=print):
+    """Train the model on a recorded dataset; return (model, image_size, history)."""
+    import torch
+    torch.manual_seed(settings.seed)
+    torch.set_num_threads(settings.threads)
+    frames, states, chunks, image_size = load_dataset(dataset_path, max_samples)
     offsets = chunks - states[:, None, :]
     delta_scale = offsets.reshape(-1, offsets.shape[-1]).std(axis=0) + 1e-3
     model = make_model(chunks.shape[1], chunks.shape[2], delta_scale)
@@ -261,7 +277,7 @@ def train(dataset_path: pathlib.Path, settings: TrainSettings = TrainSettings(),
             index = order[step * settings.batch_size:(step + 1) * settings.batch_size]
             images = frames_t[index].float() / 255.0
             if settings.shift_px:
-                images = _random_shift(images, settings.shift_px, generator, functional)
+                images = random_shift(images, settings.shift_px, generator)
             predicted = model(states_t[index], images)
             loss = ((predicted - targets_t[index]).abs() / scale_t).mean()
             optimizer.zero_grad()
@@ -276,9 +292,10 @@ def train(dataset_path: pathlib.Path, settings: TrainSettings = TrainSettings(),
     return model, image_size, history
 
 
-def _random_shift(images, pad: int, generator, functional):
+def random_shift(images, pad: int, generator):
     """Shift each image by up to ``pad`` pixels (replicated edges), as DrQ does."""
     import torch
+    import torch.nn.functional as functional
     batch, _, height, width = images.shape
     padded = functional.pad(images, (pad, pad, pad, pad), mode='replicate')
     dx = torch.randint(0, 2 * pad + 1, (batch,), generator=generator)

@@ -48,7 +48,9 @@ An episode: the scene is the hardware interface's (:class:`So101Sim`); the physi
 (time 0 of the episode), and the loop runs until the task succeeds, the time limit passes,
 or the executor faults. A simulation that blows up (a non-finite state, or MuJoCo resetting
 it after a non-finite position, velocity or acceleration) raises :class:`SimulationCrash`;
-:func:`run_episode` reports it as a failed episode with its message.
+:func:`run_episode` reports it as a failed episode with its message. Before each episode
+:func:`run_episode` calls the runtime's ``reset(seed)``, so a policy that samples noise draws
+the same noise for the same episode whatever ran before.
 """
 
 import heapq
@@ -385,8 +387,8 @@ def run_episode(runtime, policy_name: str, settings: EvalSettings,
     system = None
     try:
         reset = getattr(runtime, 'reset', None)
-        if reset is not None:   # a sampling policy draws the same noise for a seed in every mode
-            reset(seed)
+        if reset is not None:
+            reset(seed)   # a sampling policy draws the same noise for the same episode
         system = SimulatedSystem(runtime, settings, configuration, seed, task, renderer_cache)
         result.cube_xy = tuple(float(v) for v in system.sim.cube_xy)
         counters = system.run()

@@ -29,6 +29,7 @@ from typing import Dict, Optional, Tuple
 from remote_inference_py.contract.admission import PRESENCE_LEASE_S
 from remote_inference_py.policy_server.core import ServerSettings
 from remote_inference_py.policy_server.runtimes import RuntimeOptions
+from remote_inference_py.policy_server.sampler import SamplerOverrides
 from remote_inference_py.policy_server.topics import IMAGE_TRANSPORTS, parse_feature_topics
 from remote_inference_py.robot.calibration import Calibration
 
@@ -71,6 +72,10 @@ class ServerConfig:
     presence_lease_s: float = PRESENCE_LEASE_S
     image_transport: str = 'raw'
     max_requests_per_client: int = 4
+    flow_steps: int = 0
+    rtc_execution_horizon: int = 0
+    rtc_prefix_schedule: str = ''
+    rtc_max_guidance_weight: float = 0.0
 
     def __post_init__(self):
         """Store the lists as tuples and validate what the parameter ranges cannot."""
@@ -85,10 +90,18 @@ class ServerConfig:
                              f'expected one of {", ".join(IMAGE_TRANSPORTS)}')
         self.topic_overrides()
         self.server_settings()
+        self.sampler_overrides()
 
     def topic_overrides(self) -> Dict[str, str]:
         """Return ``feature_topics`` as ``{feature: topic}``; ValueError names a bad entry."""
         return parse_feature_topics(self.feature_topics)
+
+    def sampler_overrides(self) -> SamplerOverrides:
+        """Return the flow sampler parameters; ValueError names a bad one."""
+        return SamplerOverrides(
+            flow_steps=self.flow_steps, rtc_execution_horizon=self.rtc_execution_horizon,
+            rtc_prefix_schedule=self.rtc_prefix_schedule,
+            rtc_max_guidance_weight=self.rtc_max_guidance_weight).check()
 
     def server_settings(self) -> ServerSettings:
         """Return the core's settings (validated there)."""
@@ -108,4 +121,7 @@ class ServerConfig:
             policy_type=self.policy_type, checkpoint=self.checkpoint, manifest=self.manifest,
             device=self.device, semantics=self.semantics, fps=self.fps,
             calibration=calibration, demo_cameras=self.demo_cameras,
-            demo_image_size=tuple(self.demo_image_size))
+            demo_image_size=tuple(self.demo_image_size), flow_steps=self.flow_steps,
+            rtc_execution_horizon=self.rtc_execution_horizon,
+            rtc_prefix_schedule=self.rtc_prefix_schedule,
+            rtc_max_guidance_weight=self.rtc_max_guidance_weight)

@@ -19,11 +19,13 @@ Which runtime serves a checkpoint, and loading it: the runtime registry (no ROS)
 ``demo``            the built-in demo policy (:mod:`.demo_policy`): no files, no torch
 ``torchscript``     ``torch.jit.load`` of a ``.pt``/``.ts`` file plus its manifest
 ``torch_export``    ``torch.export.load`` of a ``.pt2`` file plus its manifest
+``flow_matching``   a ``.pt2`` velocity field sampled with prefix guidance (:mod:`.flow_runtime`)
 ``lerobot``         a LeRobot pretrained checkpoint through ``lerobot`` (:mod:`.lerobot_runtime`)
 ``python``          ``package.module:factory``; ``factory(options)`` returns a runtime
 ==================  ======================================================================
 
-``policy_type: auto`` picks from the checkpoint: none -> demo, ``.pt2`` -> torch_export,
+``policy_type: auto`` picks from the checkpoint: none -> demo, ``.pt2`` -> torch_export
+(flow_matching when its manifest says ``policy: flow_matching``),
 ``.pt``/``.ts``/``.jit``/``.torchscript`` -> torchscript, a directory holding LeRobot's
 ``config.json`` (or a Hugging Face repo id) -> lerobot. Each runtime module is imported only
 when chosen, so torch is imported only by the runtimes that need it and a demo server starts
@@ -46,13 +48,15 @@ from typing import Callable, Dict, Optional
 
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import PolicyServerCore
-from remote_inference_py.policy_server.manifest import ManifestError, PolicySpec
+from remote_inference_py.policy_server.manifest import (
+    FLOW_MATCHING, manifest_path_for, ManifestError, PolicySpec, read_manifest_data)
 from remote_inference_py.policy_server.runtimes import (
     check_device_name, PolicyRuntime, RuntimeLoadError, RuntimeOptions, warm_up, WarmupReport)
 from remote_inference_py.policy_server.topics import resolve_topics
 from remote_inference_py.robot.calibration import Calibration
 
-POLICY_TYPES = ('auto', 'demo', 'torchscript', 'torch_export', 'lerobot', 'python')
+POLICY_TYPES = ('auto', 'demo', 'torchscript', 'torch_export', 'flow_matching', 'lerobot',
+                'python')
 TORCHSCRIPT_SUFFIXES = ('.pt', '.ts', '.jit', '.torchscript')
 
 
@@ -89,6 +93,8 @@ def load_runtime(options: RuntimeOptions) -> PolicyRuntime:
     kind = options.policy_type
     if kind == 'auto':
         kind = infer_policy_type(options.checkpoint)
+        if kind == 'torch_export' and _declared_policy(options) == FLOW_MATCHING:
+            kind = FLOW_MATCHING
     try:
         if kind == 'demo':
             from remote_inference_py.policy_server.demo_policy import DemoRuntime
@@ -96,6 +102,9 @@ def load_runtime(options: RuntimeOptions) -> PolicyRuntime:
         elif kind in ('torchscript', 'torch_export'):
             from remote_inference_py.policy_server.torch_runtime import TorchRuntime
             runtime = TorchRuntime.load(kind, options)
+        elif kind == FLOW_MATCHING:
+            from remote_inference_py.policy_server.flow_runtime import FlowMatchingRuntime
+            runtime = FlowMatchingRuntime.load(options)
         elif kind == 'lerobot':
             from remote_inference_py.policy_server.lerobot_runtime import LeRobotRuntime
             runtime = LeRobotRuntime.load(options)
@@ -105,6 +114,20 @@ def load_runtime(options: RuntimeOptions) -> PolicyRuntime:
         raise RuntimeLoadError(str(error)) from None
     _check_overrides(runtime.spec, options)
     return runtime
+
+
+def _declared_policy(options: RuntimeOptions) -> str:
+    """Return the ``policy`` a .pt2 checkpoint's manifest declares ('' when unreadable)."""
+    path = pathlib.Path(options.checkpoint)
+    if path.is_dir():
+        path = path / 'model.pt2'
+    try:
+        manifest = (pathlib.Path(options.manifest) if options.manifest
+                    else manifest_path_for(path))
+        data = read_manifest_data(manifest)
+    except ManifestError:
+        return ''   # the runtime that loads it names the problem
+    return str(data.get('policy', '')) if isinstance(data, dict) else ''
 
 
 def _check_overrides(spec: PolicySpec, options: RuntimeOptions) -> None:

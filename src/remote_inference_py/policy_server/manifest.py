@@ -19,7 +19,7 @@ A manifest is a small JSON or YAML file (``model.pt2`` + ``model.json``; see
 :func:`manifest_path_for`)::
 
     format_version: 1
-    policy: act                          # informational
+    policy: act                          # informational, except flow_matching
     semantics: so101-degrees-gripper-percent-v1   # action units and order
     fps: 30                              # action rate [Hz]
     chunk_length: 50                     # steps the model outputs per forward pass
@@ -62,6 +62,10 @@ and converts to SI radians with the semantics registry. Normalization modes foll
 ``mean_std``: ``(x - mean) / (std + 1e-8)``; ``min_max``: ``(x - min) / (max - min + 1e-8) * 2
 - 1``; ``identity``. Statistics broadcast against one sample (e.g. ``[3, 1, 1]`` per channel).
 
+A manifest with ``policy: flow_matching`` describes a velocity field instead: the model is
+called as ``model(x_t, t, *inputs)`` and the file carries a ``sampler`` section
+(:mod:`.flow_runtime`, :mod:`.sampler`; other runtimes ignore it).
+
 Action and state names may carry LeRobot's ``.pos`` suffix; the joint names on ROS topics
 (``joint_states``, the chunk's ``joint_names``) are the names without it.
 """
@@ -85,6 +89,8 @@ PRIVILEGED_MESSAGES = ('std_msgs/Float64MultiArray', 'geometry_msgs/PoseStamped'
 JOINT_SUFFIX = '.pos'
 EPSILON = 1e-8
 MANIFEST_SUFFIXES = ('.json', '.yaml', '.yml')
+FLOW_MATCHING = 'flow_matching'
+"""The ``policy`` of a manifest whose model is a velocity field (:mod:`.flow_runtime`)."""
 
 
 class ManifestError(ValueError):
@@ -495,24 +501,27 @@ def _spec_from_dict(data: Any) -> PolicySpec:
                       policy=str(data.get('policy', '')))
 
 
-def load_manifest(path: os.PathLike) -> PolicySpec:
-    """Read and validate a JSON or YAML manifest."""
+def read_manifest_data(path: os.PathLike) -> Any:
+    """Read a JSON or YAML manifest file as plain data (not validated)."""
     path = pathlib.Path(path)
     if not path.is_file():
         raise ManifestError(f'manifest {str(path)!r} does not exist')
     text = path.read_text()
     try:
         if path.suffix == '.json':
-            data = json.loads(text)
-        else:
-            import yaml
-            data = yaml.safe_load(text)
+            return json.loads(text)
+        import yaml
+        return yaml.safe_load(text)
     except ValueError as error:  # json.JSONDecodeError and yaml.YAMLError
         raise ManifestError(f'manifest {str(path)!r} is not valid '
                             f'{"JSON" if path.suffix == ".json" else "YAML"}: {error}') from None
     except Exception as error:  # noqa: B902 - yaml.YAMLError is not a ValueError
         raise ManifestError(f'manifest {str(path)!r} is not valid YAML: {error}') from None
-    return spec_from_dict(data, f'manifest {str(path)!r}')
+
+
+def load_manifest(path: os.PathLike) -> PolicySpec:
+    """Read and validate a JSON or YAML manifest."""
+    return spec_from_dict(read_manifest_data(path), f'manifest {str(pathlib.Path(path))!r}')
 
 
 def save_manifest(spec: PolicySpec, path: os.PathLike) -> pathlib.Path:

@@ -179,6 +179,18 @@ PARAMETERS = {spec.name: spec for spec in (
     ParamSpec('presence_lease_s', PRESENCE_LEASE_S, T.PARAMETER_DOUBLE,
               'Liveliness lease of policy/chunk [s]: silent this long, the server counts as '
               'lost; clients must use the same.', low=0.1, high=3600.0),
+    ParamSpec('flow_steps', 0, T.PARAMETER_INTEGER,
+              "Euler steps of a flow_matching policy's sampler; 0: the manifest's.",
+              low=0, high=1000),
+    ParamSpec('rtc_execution_horizon', 0, T.PARAMETER_INTEGER,
+              'flow_matching: rows of the committed plan a new chunk is steered toward (at '
+              "most the chunk length); 0: the manifest's.", low=0, high=100000),
+    ParamSpec('rtc_prefix_schedule', '', T.PARAMETER_STRING,
+              'flow_matching: how the steering fades from the frozen rows to the execution '
+              "horizon: linear, exp, ones or zeros; empty: the manifest's."),
+    ParamSpec('rtc_max_guidance_weight', 0.0, T.PARAMETER_DOUBLE,
+              "flow_matching: cap of the guidance weight; 0: the manifest's.",
+              low=0.0, high=1000000.0),
     ParamSpec('extra_latency_s', 0.0, T.PARAMETER_DOUBLE,
               'Test/benchmark knob: hold every answer back this long after it is computed, '
               'without holding up the worker (a slow link or remote queue) [s]; keep 0 in '

@@ -25,11 +25,13 @@ A runtime that generates chunks conditioned on what the robot is committed to (r
 chunking, docs/design.md section 11) sets ``supports_prefix = True``; the server then calls
 ``infer(inputs, tasks, prefixes)`` with one :class:`Prefix` (or None) per batch row: the
 executor's committed plan in the same normalized policy units the runtime returns, row 0 at the
-observation's capture time. Other runtimes are called without it.
+observation's capture time. Other runtimes are called without it. A runtime that draws random
+numbers reseeds them in ``reset(seed)``, called by the evaluation at the start of each
+episode.
 
 The runtimes themselves live in modules of their own (:mod:`.demo_policy`,
-:mod:`.torch_runtime`, :mod:`.lerobot_runtime`) and :mod:`.loading` picks one; they import
-this module, never the other way round.
+:mod:`.torch_runtime`, :mod:`.flow_runtime`, :mod:`.lerobot_runtime`) and :mod:`.loading`
+picks one; they import this module, never the other way round.
 
 :func:`warm_up` is the start-up validation: it runs the model on zero inputs of the declared
 shapes (batch 1, and the largest batch when batching is declared) and checks the output
@@ -67,6 +69,10 @@ class RuntimeOptions:
     calibration: Optional[Calibration] = None
     demo_cameras: Tuple[str, ...] = ()
     demo_image_size: Tuple[int, int] = (480, 640)
+    flow_steps: int = 0                  # sampler overrides of a flow_matching policy
+    rtc_execution_horizon: int = 0       # (0 or '': the manifest's; see .sampler)
+    rtc_prefix_schedule: str = ''
+    rtc_max_guidance_weight: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +106,13 @@ class PolicyRuntime:
     def infer(self, inputs: Dict[str, np.ndarray], tasks: Sequence[str]) -> np.ndarray:
         """Return ``[batch, steps, actions]`` normalized policy actions for a batch."""
         raise NotImplementedError
+
+    def reset(self, seed: int) -> None:
+        """Start a new episode: a runtime that draws random numbers reseeds them from ``seed``.
+
+        The evaluation calls it before each episode, so an episode's chunks depend on its seed
+        and not on the episodes before it. Nothing to do by default.
+        """
 
     def close(self) -> None:
         """Release the model (nothing to do by default)."""

@@ -12,16 +12,21 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""TorchScript (``.pt``, ``.ts``) and ``torch.export`` (``.pt2``) models with their manifest."""
+"""TorchScript (``.pt``, ``.ts``) and ``torch.export`` (``.pt2``) models with their manifest.
+
+A manifest declaring ``policy: flow_matching`` is refused here with a hint: its model is a
+velocity field that :mod:`.flow_runtime` samples, and loading it as a chunk model would fail
+with a confusing input count.
+"""
 
 import dataclasses
 import pathlib
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Sequence, Tuple
 
 import numpy as np
 
 from remote_inference_py.policy_server.manifest import (
-    load_manifest, manifest_path_for, PolicySpec)
+    FLOW_MATCHING, load_manifest, manifest_path_for, PolicySpec)
 from remote_inference_py.policy_server.runtimes import (
     first_line, model_output_to_numpy, PolicyRuntime, resolve_device, RuntimeLoadError,
     RuntimeOptions)
@@ -41,14 +46,14 @@ class TorchRuntime(PolicyRuntime):
     @classmethod
     def load(cls, kind: str, options: RuntimeOptions) -> 'TorchRuntime':
         """Load the model file and its manifest; validate the declared inputs."""
-        path = pathlib.Path(options.checkpoint)
-        if path.is_dir():
-            path = path / ('model.pt2' if kind == 'torch_export' else 'model.pt')
-        if not path.is_file():
-            raise RuntimeLoadError(f'checkpoint file {str(path)!r} does not exist')
-        manifest = (pathlib.Path(options.manifest) if options.manifest
-                    else manifest_path_for(path))
+        path, manifest = checkpoint_paths(options, 'model.pt2' if kind == 'torch_export'
+                                          else 'model.pt')
         spec = load_manifest(manifest)
+        if spec.policy == FLOW_MATCHING:
+            raise RuntimeLoadError(
+                f'manifest {str(manifest)!r} declares policy {FLOW_MATCHING!r}: its model is '
+                f'a velocity field to sample, not a chunk; use policy_type {FLOW_MATCHING} '
+                '(or auto)')
         device = resolve_device(options.device)
         import torch
         try:
@@ -56,11 +61,7 @@ class TorchRuntime(PolicyRuntime):
                 model = torch.jit.load(str(path), map_location=device)
                 model.eval()
             else:
-                program = torch.export.load(str(path))
-                spec = _check_exported_inputs(program, spec, path)
-                model = program.module()
-                if device.type != 'cpu':
-                    model = model.to(device)
+                model, spec = load_exported(path, spec, device)
         except RuntimeLoadError:
             raise
         except Exception as error:  # noqa: B902 - torch raises many types for a bad file
@@ -77,27 +78,58 @@ class TorchRuntime(PolicyRuntime):
         return model_output_to_numpy(output)
 
 
-def _check_exported_inputs(program: Any, spec: PolicySpec, path: pathlib.Path) -> PolicySpec:
-    """Compare an ExportedProgram's input shapes with the manifest; cap the batch size."""
+def checkpoint_paths(options: RuntimeOptions,
+                     default_name: str) -> Tuple[pathlib.Path, pathlib.Path]:
+    """Return the model file (``default_name`` inside a directory) and its manifest's path."""
+    path = pathlib.Path(options.checkpoint)
+    if path.is_dir():
+        path = path / default_name
+    if not path.is_file():
+        raise RuntimeLoadError(f'checkpoint file {str(path)!r} does not exist')
+    manifest = (pathlib.Path(options.manifest) if options.manifest
+                else manifest_path_for(path))
+    return path, manifest
+
+
+def load_exported(path: pathlib.Path, spec: PolicySpec, device: Any,
+                  leading: Sequence[Tuple[str, Tuple[int, ...]]] = ()) -> Tuple[Any, PolicySpec]:
+    """Load a ``.pt2`` file's module on ``device``; check its inputs (see below)."""
+    import torch
+    program = torch.export.load(str(path))
+    spec = _check_exported_inputs(program, spec, path, leading)
+    model = program.module()
+    if device.type != 'cpu':
+        model = model.to(device)
+    return model, spec
+
+
+def _check_exported_inputs(program: Any, spec: PolicySpec, path: pathlib.Path,
+                           leading: Sequence[Tuple[str, Tuple[int, ...]]] = ()) -> PolicySpec:
+    """Compare an ExportedProgram's input shapes with the manifest; cap the batch size.
+
+    ``leading`` are inputs before the features, as (name, shape of one sample).
+    """
     nodes = {node.name: node for node in program.graph.nodes if node.op == 'placeholder'}
     user_inputs = list(program.graph_signature.user_inputs)
-    if len(user_inputs) != len(spec.features):
+    expected_inputs = [(name, tuple(shape)) for name, shape in leading] + [
+        (feature.name, tuple(feature.input_shape)) for feature in spec.features]
+    if len(user_inputs) != len(expected_inputs):
         raise RuntimeLoadError(
-            f'checkpoint {str(path)!r} takes {len(user_inputs)} inputs but the manifest '
-            f'declares {len(spec.features)} features ({", ".join(f.name for f in spec.features)})')
+            f'checkpoint {str(path)!r} takes {len(user_inputs)} inputs but '
+            f'{len(expected_inputs)} are expected ({", ".join(n for n, _ in expected_inputs)})')
     static_batch = None
-    for name, feature in zip(user_inputs, spec.features):
+    for name, (input_name, input_shape) in zip(user_inputs, expected_inputs):
         value = nodes[name].meta.get('val') if name in nodes else None
         if value is None or not hasattr(value, 'shape'):
             continue
         shape = list(value.shape)
-        expected = list(feature.input_shape)
+        expected = list(input_shape)
         dims = [int(d) if isinstance(d, int) else None for d in shape]
         if len(dims) != len(expected) + 1 or any(
                 d is not None and d != e for d, e in zip(dims[1:], expected)):
             shown = ['B' if d is None else d for d in dims]
             raise RuntimeLoadError(
-                f'checkpoint {str(path)!r} expects input {feature.name!r} of shape {shown}, '
+                f'checkpoint {str(path)!r} expects input {input_name!r} of shape {shown}, '
                 f'the manifest declares [B, {", ".join(str(e) for e in expected)}]')
         if dims[0] is not None:
             static_batch = dims[0]

@@ -1,0 +1,213 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A flow-matching policy served from ``.pt2``: Euler sampling, steered by the committed plan.
+
+The ``.pt2`` file holds a velocity field ``v = model(x_t, t, *inputs)``: ``x_t``
+``[batch, chunk_length, actions]`` in the manifest's normalized action units, ``t`` ``[batch]``
+flow time (0: Gaussian noise, 1: actions), then one tensor per manifest feature as for any
+``.pt2`` policy. The manifest says ``policy: flow_matching`` and carries a ``sampler``
+section (:mod:`.sampler`); ``policy_type: auto`` picks this runtime for such a manifest.
+
+Sampling a chunk: draw ``x_0`` from the runtime's own ``torch.Generator`` (seeded from
+``sampler.noise_seed``, reseeded by :meth:`FlowMatchingRuntime.reset`), then ``steps`` Euler
+steps ``x <- x + v / steps`` at ``t = 0, 1/steps, ...``. A batch row without a committed
+plan (``prefix`` None, e.g. warm-up or a first chunk) is sampled plainly.
+
+A row with a committed plan ``Y`` (real-time chunking): the sampler inpaints the plan's first
+rows by guidance. At each step it predicts the finished chunk ``x_1 = x_t + (1 - t) v``,
+weighs its distance to the plan row by row (``e = W (Y - x_1)``, :func:`.sampler.prefix_weights`:
+1 on the frozen rows, fading to 0 at the execution horizon, 0 past the plan), pulls ``e``
+back through the network to ``x_t`` (a vector-Jacobian product, ``torch.autograd.grad``) and
+adds it, times :func:`.sampler.guidance_weight`, to the velocity, so the predicted chunk moves
+toward the plan while the rest follows what the network makes of it. Rows of ``Y`` past the
+plan's end are zero and weigh nothing. Guided rows cost one backward pass per step.
+
+Determinism: the same inputs, plans and generator state give the same chunk. The evaluation
+calls :meth:`~FlowMatchingRuntime.reset` with each episode's seed before the episode, so an
+episode does not depend on the ones run before it; a server process never resets, its noise
+runs on from ``noise_seed``.
+"""
+
+import pathlib
+from typing import Dict, Optional, Sequence
+
+import numpy as np
+
+from remote_inference_py.policy_server.manifest import (
+    FLOW_MATCHING, load_manifest, ManifestError, PolicySpec, read_manifest_data)
+from remote_inference_py.policy_server.runtimes import (
+    first_line, PolicyRuntime, Prefix, resolve_device, RuntimeLoadError, RuntimeOptions)
+from remote_inference_py.policy_server.sampler import (
+    guidance_weight, prefix_weights, sampler_from_dict, SamplerError, SamplerOverrides,
+    SamplerSettings)
+from remote_inference_py.policy_server.torch_runtime import checkpoint_paths, load_exported
+
+
+def overrides_from_options(options: RuntimeOptions) -> SamplerOverrides:
+    """Return the sampler parameters of ``options`` (checked; errors name the parameter)."""
+    return SamplerOverrides(
+        flow_steps=options.flow_steps, rtc_execution_horizon=options.rtc_execution_horizon,
+        rtc_prefix_schedule=options.rtc_prefix_schedule,
+        rtc_max_guidance_weight=options.rtc_max_guidance_weight).check()
+
+
+def episode_seed(noise_seed: int, seed: int) -> int:
+    """Return the generator seed of an episode: both seeds mixed into 63 bits."""
+    state = np.random.SeedSequence([int(noise_seed), int(seed) & (2 ** 63 - 1)])
+    return int(state.generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+class FlowMatchingRuntime(PolicyRuntime):
+    """Sample chunks from an exported velocity field, guided by the committed plan."""
+
+    kind = FLOW_MATCHING
+    supports_prefix = True
+
+    def __init__(self, spec: PolicySpec, model, device, source: str,
+                 sampler: SamplerSettings):
+        """Wrap a loaded velocity field; use :meth:`load`."""
+        super().__init__(spec, str(device), source)
+        import torch
+        self.model = model
+        self.torch_device = device
+        self.sampler = sampler
+        self._names = [f.name for f in spec.features]
+        self.actions = len(spec.action_names)
+        self.generator = torch.Generator(device='cpu')
+        self.generator.manual_seed(int(sampler.noise_seed))
+
+    @classmethod
+    def load(cls, options: RuntimeOptions) -> 'FlowMatchingRuntime':
+        """Load ``model.pt2`` and its manifest, apply the sampler parameters; check both."""
+        overrides = overrides_from_options(options)
+        path, manifest = checkpoint_paths(options, 'model.pt2')
+        if path.suffix != '.pt2':
+            raise RuntimeLoadError(f'a {FLOW_MATCHING} policy is a .pt2 file (torch.export), '
+                                   f'got {str(path)!r}')
+        spec = load_manifest(manifest)
+        if spec.policy != FLOW_MATCHING:
+            raise RuntimeLoadError(f'manifest {str(manifest)!r} declares policy '
+                                   f'{spec.policy!r}, not {FLOW_MATCHING!r}')
+        sampler = read_sampler(manifest)
+        sampler = overrides.apply(sampler)
+        if sampler.execution_horizon > spec.chunk_length:
+            name = ("parameter 'rtc_execution_horizon'" if options.rtc_execution_horizon
+                    else f'manifest {str(manifest)!r}: sampler.execution_horizon')
+            raise RuntimeLoadError(f'{name} is {sampler.execution_horizon}, more than the '
+                                   f'chunk length {spec.chunk_length}')
+        device = resolve_device(options.device)
+        leading = (('x_t', (spec.chunk_length, len(spec.action_names))), ('t', ()))
+        try:
+            model, spec = load_exported(path, spec, device, leading)
+        except RuntimeLoadError:
+            raise
+        except Exception as error:  # noqa: B902 - torch raises many types for a bad file
+            raise RuntimeLoadError(f'cannot load {FLOW_MATCHING} checkpoint {str(path)!r}: '
+                                   f'{first_line(error)}') from None
+        return cls(spec, model, device, str(path), sampler)
+
+    def reset(self, seed: int) -> None:
+        """Reseed the sampling noise for an episode (from ``noise_seed`` and ``seed``)."""
+        self.generator.manual_seed(episode_seed(self.sampler.noise_seed, seed))
+
+    def infer(self, inputs: Dict[str, np.ndarray], tasks: Sequence[str],
+              prefixes: Optional[Sequence[Optional[Prefix]]] = None) -> np.ndarray:
+        """Sample one chunk per batch row; rows with a prefix are guided toward it."""
+        import torch
+        features = [torch.from_numpy(np.asarray(inputs[name])).to(self.torch_device)
+                    for name in self._names]
+        batch = int(features[0].shape[0])
+        shape = (batch, self.spec.chunk_length, self.actions)
+        targets, weights = self._guidance(prefixes, batch)
+        noise = torch.randn(shape, generator=self.generator, dtype=torch.float32)
+        chunk = sample(self.model, noise.to(self.torch_device), features, self.sampler,
+                       targets, weights)
+        return chunk.detach().to('cpu').numpy()
+
+    def _guidance(self, prefixes: Optional[Sequence[Optional[Prefix]]], batch: int):
+        """Return (targets Y, weights W) as tensors, or (None, None) when nothing is guided."""
+        if prefixes is None or all(p is None for p in prefixes):
+            return None, None
+        if len(prefixes) != batch:
+            raise ValueError(f'{len(prefixes)} prefixes for a batch of {batch}')
+        import torch
+        steps, actions = self.spec.chunk_length, self.actions
+        targets = np.zeros((batch, steps, actions), dtype=np.float32)
+        weights = np.zeros((batch, steps, 1), dtype=np.float32)
+        for row, prefix in enumerate(prefixes):
+            if prefix is None:
+                continue
+            positions = np.asarray(prefix.positions, dtype=np.float32)
+            if positions.ndim != 2 or positions.shape[1] != actions:
+                raise ValueError(f'prefix of row {row} has shape {list(positions.shape)}; '
+                                 f'expected [steps, {actions}]')
+            if not np.all(np.isfinite(positions)):
+                raise ValueError(f'prefix of row {row} has non-finite values')
+            if int(prefix.frozen_steps) < 0:
+                raise ValueError(f'prefix of row {row} has frozen_steps '
+                                 f'{prefix.frozen_steps} < 0')
+            used = min(len(positions), steps)
+            targets[row, :used] = positions[:used]
+            weights[row, :, 0] = prefix_weights(
+                prefix.frozen_steps, self.sampler.execution_horizon, used, steps,
+                self.sampler.prefix_schedule)
+        device = self.torch_device
+        return torch.from_numpy(targets).to(device), torch.from_numpy(weights).to(device)
+
+    def close(self) -> None:
+        """Drop the model."""
+        self.model = None
+
+
+def read_sampler(manifest: pathlib.Path) -> SamplerSettings:
+    """Return the manifest's ``sampler`` section; RuntimeLoadError names a bad field."""
+    try:
+        data = read_manifest_data(manifest)
+        section = data.get('sampler') if isinstance(data, dict) else None
+        return sampler_from_dict(section)
+    except (ManifestError, SamplerError) as error:
+        raise RuntimeLoadError(f'manifest {str(manifest)!r}: {error}') from None
+
+
+def sample(model, noise, features, sampler: SamplerSettings, targets=None, weights=None):
+    """Integrate the velocity field from ``noise`` with Euler steps; guide when ``targets``.
+
+    ``targets`` ``[batch, steps, actions]`` and ``weights`` ``[batch, steps, 1]`` are the
+    committed plan and its row weights (zero weights: a row is not guided); see the module
+    docstring.
+    """
+    import torch
+    x = noise
+    count = int(sampler.steps)
+    dt = 1.0 / count
+    batch = x.shape[0]
+    for index in range(count):
+        t = index * dt
+        t_batch = torch.full((batch,), t, dtype=x.dtype, device=x.device)
+        if targets is None:
+            with torch.no_grad():
+                velocity = model(x, t_batch, *features)
+        else:
+            with torch.enable_grad():
+                x_in = x.detach().requires_grad_(True)
+                velocity = model(x_in, t_batch, *features)
+                predicted = x_in + (1.0 - t) * velocity
+                error = weights * (targets - predicted)
+                correction, = torch.autograd.grad(predicted, x_in, error)
+            velocity = velocity.detach() + guidance_weight(
+                t, sampler.max_guidance_weight) * correction
+        x = x.detach() + dt * velocity
+    return x

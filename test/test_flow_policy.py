@@ -1,0 +1,276 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The flow-matching runtime on exported velocity fields, and the flow policy's training code.
+
+Most tests serve an analytic field: the exact flow of Gaussian chunks (mean = the state,
+``VARIANCE`` per value, values independent), exported to ``.pt2`` like a trained one. Its
+guided samples can be reasoned about: with every value independent, guidance moves the plan's
+rows and leaves the rows past the execution horizon exactly as unguided.
+"""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from remote_inference_py.contract.admission import AdmitRequest
+from remote_inference_py.evaluation import flow
+from remote_inference_py.evaluation.learned import IMAGE_FEATURE
+from remote_inference_py.policy_server.core import PolicyServerCore, Request, ServerSettings
+from remote_inference_py.policy_server.flow_runtime import FlowMatchingRuntime
+from remote_inference_py.policy_server.images import RawImage
+from remote_inference_py.policy_server.loading import load_runtime
+from remote_inference_py.policy_server.manifest import spec_from_dict
+from remote_inference_py.policy_server.runtimes import (
+    Prefix, RuntimeLoadError, RuntimeOptions, warm_up, zero_inputs)
+from remote_inference_py.policy_server.sampler import SamplerSettings
+
+torch = pytest.importorskip('torch')
+
+VARIANCE = 1.0
+STEPS, JOINTS = 50, 6
+MS = 1_000_000
+
+
+class GaussianField(torch.nn.Module):
+    """The exact velocity of chunks ~ N(state, VARIANCE) per value (rectified flow)."""
+
+    def forward(self, x_t, t, state, image):
+        mean = state[:, None, :] + 0.0 * image.mean(dim=(1, 2, 3))[:, None, None]
+        t = t[:, None, None]
+        gain = t * VARIANCE / (t * t * VARIANCE + (1 - t) ** 2)
+        clean = mean + gain * (x_t - t * mean)
+        return (clean - x_t) / torch.clamp(1 - t, min=0.05)
+
+
+def write_policy(directory, sampler=None, max_batch_size=2, module=None):
+    """Export ``module`` (default GaussianField) with a flow manifest; return the .pt2 path."""
+    data = flow.flow_spec_dict((96, 96), np.zeros(JOINTS), np.ones(JOINTS),
+                               SamplerSettings(**(sampler or {})), STEPS, max_batch_size)
+    spec = spec_from_dict(data)
+    features = tuple(torch.from_numpy(v) for v in zero_inputs(spec, 2).values())
+    inputs = (torch.zeros(2, STEPS, JOINTS), torch.full((2,), 0.5)) + features
+    batch = torch.export.Dim('batch', min=1, max=max_batch_size)
+    program = torch.export.export((module or GaussianField()).eval(), inputs,
+                                  dynamic_shapes=tuple({0: batch} for _ in inputs),
+                                  strict=False)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / 'model.pt2'
+    torch.export.save(program, str(path))
+    path.with_suffix('.json').write_text(json.dumps(data))
+    return path
+
+
+@pytest.fixture(scope='module')
+def policy_path(tmp_path_factory):
+    return write_policy(tmp_path_factory.mktemp('flow'),
+                        {'steps': 10, 'execution_horizon': 25, 'prefix_schedule': 'linear',
+                         'max_guidance_weight': 10.0, 'noise_seed': 5})
+
+
+def load(path, **options):
+    return load_runtime(RuntimeOptions(checkpoint=str(path), **options))
+
+
+def inputs(runtime, batch=1, state=0.0):
+    values = zero_inputs(runtime.spec, batch)
+    values['observation.state'][:] = state
+    return values
+
+
+def test_auto_loads_the_flow_runtime_and_warm_up_passes(policy_path):
+    runtime = load(policy_path)
+    assert isinstance(runtime, FlowMatchingRuntime) and runtime.supports_prefix
+    assert runtime.kind == 'flow_matching' and runtime.max_batch_size == 2
+    assert runtime.sampler == SamplerSettings(10, 25, 'linear', 10.0, 5)
+    report = warm_up(runtime, 2)
+    assert report.batch_sizes == (1, 2)
+    assert isinstance(load(policy_path.parent, policy_type='flow_matching'),
+                      FlowMatchingRuntime)
+
+
+def test_plain_sampling_is_deterministic_per_seed_and_follows_the_field(policy_path):
+    runtime = load(policy_path)
+    values = inputs(runtime, state=2.0)
+    runtime.reset(11)
+    first = runtime.infer(values, [''])
+    second = runtime.infer(values, [''])
+    runtime.reset(11)
+    again = runtime.infer(values, [''])
+    runtime.reset(12)
+    other = runtime.infer(values, [''])
+    assert first.shape == (1, STEPS, JOINTS) and first.dtype == np.float32
+    np.testing.assert_array_equal(first, again)
+    assert np.abs(first - second).mean() > 0.1 and np.abs(first - other).mean() > 0.1
+    # Samples of N(2, 1): the mean and spread of 300 values.
+    assert abs(first.mean() - 2.0) < 0.3 and 0.7 < first.std() < 1.3
+    fresh = load(policy_path)   # a new runtime starts from noise_seed
+    reloaded = load(policy_path)
+    np.testing.assert_array_equal(fresh.infer(values, ['']), reloaded.infer(values, ['']))
+
+
+def test_guidance_pulls_the_plan_rows_and_leaves_the_rest(policy_path):
+    runtime = load(policy_path)
+    values = inputs(runtime)
+    plan = np.full((40, JOINTS), 3.0, dtype=np.float32)
+    runtime.reset(1)
+    plain = runtime.infer(values, [''])[0]
+    runtime.reset(1)
+    guided = runtime.infer(values, [''], [Prefix(plan, frozen_steps=8)])[0]
+    plain_error = np.abs(plain[:8] - 3.0).mean()
+    guided_error = np.abs(guided[:8] - 3.0).mean()
+    assert plain_error > 2.0
+    assert guided_error < 0.3 * plain_error, (guided_error, plain_error)
+    # Fading rows move part of the way; rows from the horizon on are not forced.
+    assert np.abs(guided[8:25] - 3.0).mean() < np.abs(plain[8:25] - 3.0).mean()
+    np.testing.assert_allclose(guided[25:], plain[25:], atol=1e-5)
+    assert np.abs(guided[25:] - 3.0).mean() > 2.0
+
+
+def test_rows_are_guided_independently_within_a_batch(policy_path):
+    runtime = load(policy_path)
+    values = inputs(runtime, batch=2)
+    plan = np.full((50, JOINTS), -3.0, dtype=np.float32)
+    runtime.reset(2)
+    plain = runtime.infer(values, ['', ''])
+    runtime.reset(2)
+    mixed = runtime.infer(values, ['', ''], [None, Prefix(plan, 5)])
+    np.testing.assert_allclose(mixed[0], plain[0], atol=1e-5)
+    assert np.abs(mixed[1, :5] + 3.0).mean() < 0.3 * np.abs(plain[1, :5] + 3.0).mean()
+    with pytest.raises(ValueError, match='1 prefixes for a batch of 2'):
+        runtime.infer(values, ['', ''], [Prefix(plan, 5)])
+    with pytest.raises(ValueError, match=r'expected \[steps, 6\]'):
+        runtime.infer(values, ['', ''], [None, Prefix(plan[:, :3], 5)])
+
+
+def test_parameters_override_the_manifest(policy_path):
+    runtime = load(policy_path, flow_steps=3, rtc_execution_horizon=10,
+                   rtc_prefix_schedule='zeros', rtc_max_guidance_weight=2.0)
+    assert runtime.sampler == SamplerSettings(3, 10, 'zeros', 2.0, 5)
+    plan = np.full((50, JOINTS), 3.0, dtype=np.float32)
+    runtime.reset(1)
+    guided = runtime.infer(inputs(runtime), [''], [Prefix(plan, 4)])[0]
+    runtime.reset(1)
+    plain = runtime.infer(inputs(runtime), [''])[0]
+    np.testing.assert_allclose(guided[4:], plain[4:], atol=1e-5)   # zeros: frozen rows only
+
+
+def test_bad_sampler_fields_and_parameters_are_named(tmp_path, policy_path):
+    data = json.loads(policy_path.with_suffix('.json').read_text())
+    for field, value in (('steps', 0), ('prefix_schedule', 'cosine'),
+                         ('max_guidance_weight', -1), ('execution_horizon', 51)):
+        bad = tmp_path / field / 'model.pt2'
+        bad.parent.mkdir()
+        bad.write_bytes(policy_path.read_bytes())
+        bad.with_suffix('.json').write_text(json.dumps(
+            {**data, 'sampler': {**data['sampler'], field: value}}))
+        with pytest.raises(RuntimeLoadError, match=f'sampler.{field}'):
+            load(bad)
+    with pytest.raises(RuntimeLoadError, match="parameter 'rtc_execution_horizon'"):
+        load(policy_path, rtc_execution_horizon=60)
+    with pytest.raises(ValueError, match="parameter 'rtc_prefix_schedule'"):
+        load(policy_path, rtc_prefix_schedule='cosine')
+    with pytest.raises(RuntimeLoadError, match='use policy_type flow_matching'):
+        load(policy_path, policy_type='torch_export')
+
+
+def test_a_chunk_model_is_not_a_velocity_field(tmp_path, policy_path):
+    data = json.loads(policy_path.with_suffix('.json').read_text())
+    path = tmp_path / 'model.pt2'
+    path.write_bytes(policy_path.read_bytes())
+    path.with_suffix('.json').write_text(json.dumps({**data, 'policy': 'act'}))
+    with pytest.raises(RuntimeLoadError, match="declares policy 'act', not 'flow_matching'"):
+        load(path, policy_type='flow_matching')
+
+    class ChunkModel(torch.nn.Module):
+        def forward(self, state, image):
+            return state[:, None, :].expand(-1, STEPS, -1)
+
+    spec = spec_from_dict({**data, 'max_batch_size': 1})
+    program = torch.export.export(ChunkModel(), tuple(
+        torch.from_numpy(v) for v in zero_inputs(spec, 1).values()), strict=False)
+    torch.export.save(program, str(path))
+    path.with_suffix('.json').write_text(json.dumps(data))
+    with pytest.raises(RuntimeLoadError, match='takes 2 inputs but 4 are expected'):
+        load(path)
+
+
+def test_policy_server_core_round_trip(policy_path):
+    runtime = load(policy_path)
+    core = PolicyServerCore(ServerSettings(deployment='so101', max_batch_size=2), runtime)
+    assert 'rtc' in core.contract.merge_modes
+    contract = core.contract
+    result = core.admit('', AdmitRequest(
+        protocol_version=contract.protocol_version, client_name='/executor',
+        deployment=contract.deployment, semantics=contract.semantics,
+        action_names=contract.action_names, action_rate=contract.action_rate,
+        features=contract.features, merge_mode='aligned', hardware_position_hold=True))
+    assert result.success, result.message
+    core.on_joint_states('', 1000 * MS, list(runtime.spec.action_joints), [0.5] * JOINTS)
+    image = np.full((96, 96, 3), 100, dtype=np.uint8)
+    assert core.on_image('', IMAGE_FEATURE, 1000 * MS,
+                         RawImage('rgb8', 96, 96, 96 * 3, image.tobytes())) is None
+    assert core.on_request(Request('', result.session_id, 1, 900 * MS)) is None
+    [answer] = core.serve(core.next_work(1.0))
+    assert answer.error == '', answer.error
+    assert answer.positions.shape == (STEPS, JOINTS) and np.all(np.isfinite(answer.positions))
+    # Identity action statistics: radians = normalized values ~ N(state 0.5, 1).
+    assert abs(float(answer.positions.mean()) - 0.5) < 0.3
+
+
+def test_train_export_and_serve_a_tiny_flow_policy(tmp_path):
+    rng = np.random.default_rng(0)
+    count = 48
+    states = rng.normal(0.0, 0.3, (count, JOINTS)).astype(np.float32)
+    moves = np.cumsum(rng.normal(0.0, 0.01, (count, STEPS, JOINTS)), axis=1)
+    chunks = (states[:, None, :] + moves).astype(np.float32)
+    frames = rng.integers(0, 255, (count, 64, 64, 3), dtype=np.uint8)
+    dataset = tmp_path / 'demonstrations.npz'
+    np.savez(dataset, frames=frames, states=states, chunks=chunks,
+             episodes=np.zeros(count), image_size=np.array([96, 96]))
+    mean, std = flow.action_statistics(states, chunks)
+    np.testing.assert_allclose(mean, chunks.reshape(-1, JOINTS).mean(axis=0), rtol=1e-5)
+    assert np.all(std < 0.2), 'std measures moves around the state, not the poses'
+    settings = flow.FlowTrainSettings(epochs=2, batch_size=16, noise_draws=2)
+    model, image_size, (mean, std), history = flow.train_flow(
+        dataset, settings, progress=lambda text: None)
+    assert image_size == (96, 96) and len(history) == 2 and np.all(np.isfinite(history))
+    path = flow.export_flow(model, image_size, mean, std, tmp_path / 'out',
+                            SamplerSettings(steps=4, noise_seed=3), max_batch_size=2)
+    manifest = json.loads(path.with_suffix('.json').read_text())
+    assert manifest['policy'] == 'flow_matching' and manifest['sampler']['steps'] == 4
+    assert manifest['action']['normalization']['mode'] == 'mean_std'
+    runtime = load(path)
+    assert isinstance(runtime, FlowMatchingRuntime)
+    warm_up(runtime, 1)
+    # The exported module is differentiable in x_t: guidance changes the plan rows.
+    values = zero_inputs(runtime.spec, 1)
+    values['observation.state'][:] = states[0]
+    runtime.reset(0)
+    plain = runtime.infer(values, [''])
+    plan = runtime.spec.action_normalization.normalize(chunks[0].astype(np.float64) + 0.5)
+    runtime.reset(0)
+    guided = runtime.infer(values, [''], [Prefix(plan.astype(np.float32), 10)])
+    assert np.abs(guided - plain)[0, :10].mean() > 1e-3
+    with pytest.raises(ValueError, match='steps'):
+        dataclasses.replace(SamplerSettings(), steps=0).check()
+    # Training can continue from an exported model's weights.
+    resumed, _, (resumed_mean, _), _ = flow.train_flow(
+        dataset, dataclasses.replace(settings, epochs=0), progress=lambda text: None, init=path)
+    np.testing.assert_allclose(resumed_mean, mean)
+    for name, value in model.state_dict().items():
+        assert torch.equal(resumed.state_dict()[name], value), name
