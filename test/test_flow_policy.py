@@ -274,3 +274,29 @@ def test_train_export_and_serve_a_tiny_flow_policy(tmp_path):
     np.testing.assert_allclose(resumed_mean, mean)
     for name, value in model.state_dict().items():
         assert torch.equal(resumed.state_dict()[name], value), name
+
+
+def test_the_encoder_of_a_trained_cnn_is_copied_frozen_and_only_the_head_trains(tmp_path):
+    from remote_inference_py.evaluation import learned
+    rng = np.random.default_rng(1)
+    count = 32
+    states = rng.normal(0.0, 0.3, (count, JOINTS)).astype(np.float32)
+    chunks = (states[:, None, :] + np.cumsum(rng.normal(0.0, 0.01, (count, STEPS, JOINTS)),
+                                             axis=1)).astype(np.float32)
+    dataset = tmp_path / 'demonstrations.npz'
+    np.savez(dataset, frames=rng.integers(0, 255, (count, 64, 64, 3), dtype=np.uint8),
+             states=states, chunks=chunks, episodes=np.zeros(count),
+             image_size=np.array([96, 96]))
+    cnn = learned.make_model(STEPS, JOINTS)
+    cnn_path = learned.export(cnn, (96, 96), tmp_path / 'cnn')
+    settings = flow.FlowTrainSettings(epochs=2, batch_size=16, noise_draws=1)
+    model, *_ = flow.train_flow(dataset, settings, progress=lambda text: None,
+                                encoder_from=cnn_path)
+    for name, value in cnn.encoder.state_dict().items():
+        assert torch.equal(model.encoder.state_dict()[name], value), name
+    assert not any(p.requires_grad for p in model.encoder.parameters())
+    other = tmp_path / 'linear.pt2'
+    torch.export.save(torch.export.export(torch.nn.Linear(2, 2), (torch.zeros(1, 2),)),
+                      str(other))
+    with pytest.raises(ValueError, match='has no encoder weights'):
+        flow.train_flow(dataset, settings, progress=lambda text: None, encoder_from=other)

@@ -171,11 +171,15 @@ class FlowTrainSettings:
 
 def train_flow(dataset_path: pathlib.Path, settings: FlowTrainSettings = FlowTrainSettings(),
                max_samples: Optional[int] = None, progress=print,
-               init: Optional[pathlib.Path] = None):
+               init: Optional[pathlib.Path] = None,
+               encoder_from: Optional[pathlib.Path] = None):
     """Train on a recorded dataset; return (model, image_size, (mean, std), loss history).
 
     ``init``: an exported ``model.pt2`` of this network whose weights training continues
-    from (its manifest's action statistics are kept).
+    from (its manifest's action statistics are kept). ``encoder_from``: an exported model
+    with the same image encoder (the learned CNN policy's ``model.pt2``): its encoder is
+    copied and frozen, every frame's keypoints are computed once, and only the velocity head
+    trains, which takes minutes on a CPU where training the encoder takes an hour.
     """
     import torch
     torch.manual_seed(settings.seed)
@@ -186,10 +190,15 @@ def train_flow(dataset_path: pathlib.Path, settings: FlowTrainSettings = FlowTra
         normalization = json.loads(pathlib.Path(init).with_suffix('.json').read_text())[
             'action']['normalization']
         mean, std = np.asarray(normalization['mean']), np.asarray(normalization['std'])
-    model = make_flow_model(mean, std, chunks.shape[1])
+    model = make_flow_model(mean, std, chunks.shape[1],
+                            channels=32 if encoder_from is not None else 16)
     if init is not None:
         model.load_state_dict(torch.export.load(str(init)).state_dict)
-    optimizer = torch.optim.Adam(model.parameters(), lr=settings.learning_rate)
+    cached_points = None
+    if encoder_from is not None:
+        cached_points = _frozen_keypoints(model, encoder_from, frames)
+    trained = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(trained, lr=settings.learning_rate)
     steps_per_epoch = max(1, len(states) // settings.batch_size)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
         optimizer, T_max=settings.epochs * steps_per_epoch)
@@ -206,10 +215,13 @@ def train_flow(dataset_path: pathlib.Path, settings: FlowTrainSettings = FlowTra
         model.train()
         for step in range(steps_per_epoch):
             index = order[step * settings.batch_size:(step + 1) * settings.batch_size]
-            images = frames_t[index].float() / 255.0
-            if settings.shift_px:
-                images = random_shift(images, settings.shift_px, generator)
-            points = model.features(images).repeat_interleave(draws, dim=0)
+            if cached_points is not None:
+                points = cached_points[index].repeat_interleave(draws, dim=0)
+            else:
+                images = frames_t[index].float() / 255.0
+                if settings.shift_px:
+                    images = random_shift(images, settings.shift_px, generator)
+                points = model.features(images).repeat_interleave(draws, dim=0)
             state = states_t[index].repeat_interleave(draws, dim=0)
             clean = targets_t[index].repeat_interleave(draws, dim=0)
             t = torch.rand(len(clean), generator=generator)
@@ -226,6 +238,28 @@ def train_flow(dataset_path: pathlib.Path, settings: FlowTrainSettings = FlowTra
                  f'({time.perf_counter() - began:.0f} s)')
     model.eval()
     return model, image_size, (mean, std), history
+
+
+def _frozen_keypoints(model, source: pathlib.Path, frames: np.ndarray):
+    """Copy and freeze ``source``'s encoder in ``model``; return every frame's keypoints."""
+    import torch
+    weights = {key[len('encoder.'):]: value for key, value in
+               torch.export.load(str(source)).state_dict.items() if key.startswith('encoder.')}
+    if not weights:
+        raise ValueError(f'{source} has no encoder weights (encoder.*) to start from')
+    try:
+        model.encoder.load_state_dict(weights)
+    except RuntimeError as error:
+        raise ValueError(f'the encoder of {source} does not fit this network: '
+                         f'{str(error).splitlines()[0]}') from None
+    for parameter in model.encoder.parameters():
+        parameter.requires_grad_(False)
+    points = []
+    with torch.no_grad():
+        for start in range(0, len(frames), 512):
+            batch = torch.from_numpy(frames[start:start + 512]).permute(0, 3, 1, 2).float()
+            points.append(model.features(batch / 255.0))
+    return torch.cat(points)
 
 
 def export_flow(model, image_size: Sequence[int], mean: np.ndarray, std: np.ndarray,
@@ -265,7 +299,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument('--max-samples', type=int, default=0)
     parser.add_argument('--init', default='',
                         help='continue training from the weights of an exported model.pt2')
+    parser.add_argument('--encoder-from', default='',
+                        help='start from (and freeze) the image encoder of an exported model, '
+                             "e.g. the learned CNN policy's model.pt2: minutes instead of an hour")
     parser.add_argument('--learning-rate', type=float, default=FlowTrainSettings.learning_rate)
+    parser.add_argument('--noise-draws', type=int, default=FlowTrainSettings.noise_draws,
+                        help='noise samples per frame and step')
     parser.add_argument('--steps', type=int, default=SamplerSettings.steps,
                         help='Euler steps of the sampler (manifest sampler.steps)')
     parser.add_argument('--execution-horizon', type=int,
@@ -277,13 +316,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     began = time.perf_counter()
     model, image_size, (mean, std), history = train_flow(
         pathlib.Path(args.dataset),
-        FlowTrainSettings(epochs=args.epochs, learning_rate=args.learning_rate),
-        max_samples=args.max_samples or None, init=pathlib.Path(args.init) if args.init else None)
+        FlowTrainSettings(epochs=args.epochs, learning_rate=args.learning_rate,
+                          noise_draws=args.noise_draws),
+        max_samples=args.max_samples or None, init=pathlib.Path(args.init) if args.init else None,
+        encoder_from=pathlib.Path(args.encoder_from) if args.encoder_from else None)
     seconds = time.perf_counter() - began
     path = export_flow(model, image_size, mean, std, out, sampler)
     (out / 'training.json').write_text(json.dumps(
         {'epochs': args.epochs, 'loss': history, 'seconds': seconds,
-         'dataset': str(args.dataset), 'init': args.init,
+         'dataset': str(args.dataset), 'init': args.init, 'encoder_from': args.encoder_from,
          'learning_rate': args.learning_rate}, indent=1))
     print(f'trained in {seconds:.0f} s (final loss {history[-1]:.4f}); exported {path} and '
           f'{path.with_suffix(".json")}; evaluate it with: evaluate --policy {path}')
