@@ -367,7 +367,10 @@ class SimulatedSystem:
             if self.monitor.success or self.core.is_terminal:
                 break
         stats = self.core.stats()
+        switches = list(stats.recent_seams)[1:]   # the first chunk starts from rest
         return {'state': stats.state.name, 'requests': stats.requests,
+                'seam_mean_rad': sum(switches) / len(switches) if switches else None,
+                'seam_max_rad': max(switches) if switches else None,
                 'chunks_accepted': stats.chunks_accepted, 'chunks_dropped': stats.chunks_dropped,
                 'held_ticks': stats.held_ticks, 'starved_ticks': stats.starved_ticks,
                 'fault': stats.message if stats.state == State.FAULT else ''}

@@ -56,6 +56,8 @@ class EpisodeResult:
     chunks_dropped: int = 0
     held_ticks: int = 0
     starved_ticks: int = 0
+    seam_mean_rad: Optional[float] = None   # mean largest joint jump where a chunk took over
+    seam_max_rad: Optional[float] = None    # (the first chunk, which starts from rest, excluded)
     executor_state: str = ''
     wall_s: float = 0.0
 
@@ -127,6 +129,8 @@ class Summary:
     time_low: Optional[float]
     time_high: Optional[float]
     crashed: Tuple[int, ...]
+    seam_mean: Optional[float] = None
+    seam_max: Optional[float] = None
 
     @property
     def success_rate(self) -> float:
@@ -146,8 +150,12 @@ def summarize(results: Iterable[EpisodeResult]) -> List[Summary]:
         times = [r.completion_time_s for r in items
                  if r.success and r.completion_time_s is not None]
         mean, t_low, t_high = mean_interval(times)
+        seams = [r.seam_mean_rad for r in items if r.seam_mean_rad is not None]
+        largest = [r.seam_max_rad for r in items if r.seam_max_rad is not None]
         out.append(Summary(policy, mode, latency, len(items), successes, low, high, mean,
-                           t_low, t_high, tuple(r.seed for r in items if r.error)))
+                           t_low, t_high, tuple(r.seed for r in items if r.error),
+                           sum(seams) / len(seams) if seams else None,
+                           max(largest) if largest else None))
     return out
 
 
@@ -158,15 +166,16 @@ def _fmt(value: Optional[float], digits: int = 2) -> str:
 def markdown_table(summaries: Sequence[Summary]) -> str:
     """Return the results as a markdown table (one row per configuration)."""
     lines = ['| policy | mode | latency L [s] | episodes | success | success 95 % CI | '
-             'completion time [s] | time 95 % CI [s] |',
-             '|---|---|---:|---:|---:|---|---:|---|']
+             'completion time [s] | time 95 % CI [s] | seam mean / max [rad] |',
+             '|---|---|---:|---:|---:|---|---:|---|---|']
     for s in summaries:
         time_ci = ('-' if s.time_low is None
                    else f'{_fmt(s.time_low)} - {_fmt(s.time_high)}')
         lines.append(
             f'| {s.policy} | {s.mode} | {s.latency_s:g} | {s.episodes} | '
             f'{100 * s.success_rate:.0f} % | {100 * s.success_low:.0f} - '
-            f'{100 * s.success_high:.0f} % | {_fmt(s.time_mean)} | {time_ci} |')
+            f'{100 * s.success_high:.0f} % | {_fmt(s.time_mean)} | {time_ci} | '
+            f'{_fmt(s.seam_mean, 3)} / {_fmt(s.seam_max, 3)} |')
     crashed = [(s, seed) for s in summaries for seed in s.crashed]
     if crashed:
         lines.append('')
