@@ -47,7 +47,8 @@ from ros_fixtures import dead_segments, NodeProcess, Spinner  # noqa: E402
 #   system  all nodes together, the real ros2 tools, the demo, two hosts, the build
 LEVELS = {
     'pure': """
-    bringup_plan calibration cdr compressed control_table evaluation_stats evaluation_task
+    bringup_plan calibration cdr compressed control_table evaluation_paired evaluation_stats
+    evaluation_task
     executor_admission executor_config executor_core executor_properties hardware_commands
     image_cdr merge node_configs params policy_admission policy_core policy_images
     policy_manifest policy_observation policy_runtimes readme_python_example refill semantics

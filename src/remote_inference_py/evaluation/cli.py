@@ -18,8 +18,9 @@
 Runs N episodes of the pick-the-cube task per configuration (execution mode x injected
 inference latency), prints one line per episode and then the table (success rate with its
 95 % interval, completion time mean with its 95 % interval), and writes to ``--out``:
-``results.md`` (the table with date, machine, seeds and command), ``results.png`` (the plot)
-and ``results.jsonl`` (one line per episode)::
+``results.md`` (the table with date, machine, seeds and command), ``results.png`` (the plot),
+``results.jsonl`` (one line per episode) and ``paired.md`` (every mode against ``sync`` at the
+same latency, and each latency against L = 0, seed by seed: :mod:`.paired`)::
 
     evaluate --policy expert --episodes 20                      # simulated time, fast
     evaluate --policy expert --episodes 3 --runner real --modes sync,aligned --latencies 0.3
@@ -37,7 +38,7 @@ import sys
 import time
 from typing import Optional, Sequence
 
-from remote_inference_py.evaluation import matrix, settings as eval_settings, stats
+from remote_inference_py.evaluation import matrix, paired, settings as eval_settings, stats
 from remote_inference_py.evaluation.task import episode_seeds, TaskConfig
 
 
@@ -123,10 +124,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     png = stats.plot(summaries, out / 'results.png',
                      title=f'{policy.name}: pick the cube ({args.runner} runner, '
                            f'{len(seeds)} episodes per point)')
+    comparisons = paired.default_comparisons(results)
+    paired_text = ''
+    if comparisons:
+        paired_text = paired.markdown(comparisons)
+        (out / 'paired.md').write_text(
+            header.replace('# Closed-loop evaluation:', '# Paired comparison:', 1)
+            + paired_text)
     print()
     print(table)
-    print(f'evaluate: wrote {out / "results.md"}, {png} and {out / "results.jsonl"} '
-          f'({elapsed:.0f} s)')
+    if paired_text:
+        print(paired_text)
+    print(f'evaluate: wrote {out / "results.md"}, {png}, '
+          f'{out / "paired.md" if paired_text else "no paired.md (one configuration)"} and '
+          f'{out / "results.jsonl"} ({elapsed:.0f} s)')
     return 0
 
 
