@@ -56,6 +56,7 @@ LEVELS = {
     """,
     'tools': """
     analysis cameras evaluation_cli evaluation_expert evaluation_learned evaluation_simtime
+    evaluation_trace
     feetech_bus frame_ring hardware_backend layout lerobot_runtime lint policy_export
     policy_models
     """,
