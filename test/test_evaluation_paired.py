@@ -114,4 +114,8 @@ def test_default_comparisons_and_table():
     text = markdown(comparisons)
     assert text.count('\n| ') == len(comparisons)   # one row each after the header
     assert '| aligned vs sync, L=0.3 | 4 | 4 | 0 | 0 | 1.000 | +0.0' in text
-    assert '155 seeds' in text
+    assert '155 seeds' in text and 'none: every seed had the same outcome' in text
+    results[0] = result('sync', 0.0, 0, False)
+    text = markdown(default_comparisons(results))
+    assert '- aligned vs sync, L=0: b = -; c = 0' in text
+    assert '- sync: L=0.3 vs L=0: b = -; c = 0' in text and 'none: every' not in text

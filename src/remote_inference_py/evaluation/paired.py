@@ -298,10 +298,12 @@ def markdown(comparisons: Sequence[PairedComparison], difference: float = 0.05) 
             f'{100 * cmp.diff_high:+.1f}) | {cmp.time_pairs} | {time_text} | '
             f'{_p(cmp.p_time)} | {cmp.other_faster}/{cmp.time_pairs} |')
     lines += ['', 'Discordant seeds (b: only the baseline succeeded; c: only the other):', '']
-    for cmp in comparisons:
-        if cmp.only_baseline or cmp.only_other:
-            lines.append(f'- {cmp.label}: b = {_seeds(cmp.seeds_only_baseline)}; '
-                         f'c = {_seeds(cmp.seeds_only_other)}')
+    discordant = [cmp for cmp in comparisons if cmp.only_baseline or cmp.only_other]
+    for cmp in discordant:
+        lines.append(f'- {cmp.label}: b = {_seeds(cmp.seeds_only_baseline)}; '
+                     f'c = {_seeds(cmp.seeds_only_other)}')
+    if not discordant:
+        lines.append('- none: every seed had the same outcome in both configurations')
     if comparisons:
         rates = [cmp.discordance for cmp in comparisons]
         typical = sorted(rates)[len(rates) // 2]
@@ -310,10 +312,11 @@ def markdown(comparisons: Sequence[PairedComparison], difference: float = 0.05) 
             '', f'Power: to detect a {100 * difference:g}-point success difference with '
             "McNemar's test (5 % two-sided, 80 % power, Connor 1987) a comparison needs "
             f'{pairs_needed(typical, difference)} seeds at the median discordance rate '
-            f'measured here ({100 * typical:.1f} % of seeds), {pairs_needed(largest, difference)} '
-            f'at the largest ({100 * largest:.1f} %), and at least '
-            f'{pairs_needed(0.0, difference)} even if every discordant seed favoured one side; '
-            f'these runs have n = {min(c.n for c in comparisons)} to '
+            f'measured here ({100 * typical:.1f} % of seeds) and '
+            f'{pairs_needed(largest, difference)} at the largest ({100 * largest:.1f} %); '
+            f'never fewer than {pairs_needed(0.0, difference)} (when every discordant seed '
+            f'favours one side, the rate a {100 * difference:g}-point difference needs at '
+            f'least). These runs have n = {min(c.n for c in comparisons)} to '
             f'{max(c.n for c in comparisons)}.']
     lines += ['', 'Methods: McNemar exact (two-sided binomial on the discordant seeds); '
               "success difference with Newcombe's paired interval (method 10); time "
