@@ -82,7 +82,7 @@ def test_divergence_and_categories():
                 dropped=False, pushed_m=0.0, switches=3, dropped_chunks=0, near_switches=1,
                 largest_near_seam=None, largest_near_disagreement=None,
                 largest_near_joint=None, max_seam=None, max_observation_age=None)
-    assert category(Facts(**{**base, 'first_contact_s': None})) == 'never touched the cube'
+    assert category(Facts(**{**base, 'first_contact_s': None})) == 'never moved the cube'
     assert category(Facts(**{**base, 'max_lift_m': 0.03, 'dropped': True})) == \
         'lifted, then dropped'
     assert category(Facts(**{**base, 'pushed_m': 0.02})) == 'pushed the cube, no lift'

@@ -91,7 +91,7 @@ def category(facts: Facts, error: str = '') -> str:
     if error:
         return 'crashed'
     if facts.first_contact_s is None:
-        return 'never touched the cube'
+        return 'never moved the cube'
     if facts.max_lift_m >= 0.05:
         return 'lifted 5 cm, not held 1 s in time'
     if facts.dropped:
