@@ -47,14 +47,16 @@ from ros_fixtures import dead_segments, NodeProcess, Spinner  # noqa: E402
 #   system  all nodes together, the real ros2 tools, the demo, two hosts, the build
 LEVELS = {
     'pure': """
-    bringup_plan calibration cdr compressed control_table evaluation_stats evaluation_task
-    committed_plan executor_admission executor_config executor_core executor_flight
-    executor_properties hardware_commands image_cdr merge node_configs params policy_admission
-    policy_core policy_flight policy_images policy_manifest policy_observation policy_runtimes
-    readme_python_example refill semantics ticker flow_sampler
+    bringup_plan calibration cdr compressed committed_plan control_table evaluation_paired
+    evaluation_stats evaluation_task executor_admission executor_config executor_core
+    executor_flight executor_properties flow_sampler hardware_commands image_cdr merge
+    node_configs params policy_admission policy_core policy_flight policy_images
+    policy_manifest policy_observation policy_runtimes readme_python_example refill semantics
+    ticker
     """,
     'tools': """
     analysis cameras evaluation_cli evaluation_expert evaluation_learned evaluation_simtime
+    evaluation_trace
     feetech_bus frame_ring hardware_backend layout lerobot_runtime lint policy_export
     policy_models flow_policy
     """,

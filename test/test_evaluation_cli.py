@@ -54,6 +54,10 @@ def test_a_small_matrix_writes_the_table_the_plot_and_the_episodes(tmp_path, cap
     assert (out / 'results.png').read_bytes()[:4] == b'\x89PNG'
     lines = (out / 'results.jsonl').read_text().splitlines()
     assert [json.loads(line)['mode'] for line in lines] == ['sync', 'aligned']
+    paired = (out / 'paired.md').read_text()
+    assert '# Paired comparison: expert' in paired
+    assert '| aligned vs sync, L=0.3 | 1 | 1 | 0 | 0 | 1.000 | +0.0' in paired
+    assert '| aligned vs sync, L=0.3 | 1 | 1 | 0 | 0 |' in printed
 
 
 def test_parsers_and_the_matrix():

@@ -38,22 +38,35 @@ def run_matrix(policy: PolicyChoice, configurations: Sequence[Configuration],
                seeds: Sequence[int], runner: str = 'sim',
                settings: Optional[EvalSettings] = None, task: TaskConfig = TaskConfig(),
                log_dir: Optional[os.PathLike] = None,
-               progress: Callable[[EpisodeResult], None] = lambda result: None
+               progress: Callable[[EpisodeResult], None] = lambda result: None,
+               trace_seeds: Sequence[int] = (), trace_dir: Optional[os.PathLike] = None
                ) -> List[EpisodeResult]:
-    """Run every configuration on every seed; return the results in run order."""
+    """Run every configuration on every seed; return the results in run order.
+
+    With the simulated-time runner, the episodes of ``trace_seeds`` are traced
+    (:mod:`.trace`) and their traces written to ``trace_dir``.
+    """
     if runner not in RUNNERS:
         raise ValueError(f'unknown runner {runner!r}; choose from {", ".join(RUNNERS)}')
+    if trace_seeds and runner != 'sim':
+        raise ValueError('tracing needs the simulated-time runner (--runner sim)')
     settings = settings or EvalSettings.load()
     results = []
     if runner == 'sim':
         from remote_inference_py.evaluation.simtime import run_episode
+        from remote_inference_py.evaluation.trace import EpisodeTrace
         runtime = policy.make_runtime()
         renderers: dict = {}
         try:
             for configuration in configurations:
                 for seed in seeds:
+                    trace = None
+                    if seed in trace_seeds:
+                        trace = EpisodeTrace(configuration.mode, configuration.latency_s, seed)
                     result = run_episode(runtime, policy.name, settings, configuration, seed,
-                                         task, renderers)
+                                         task, renderers, trace=trace)
+                    if trace is not None:
+                        trace.save(pathlib.Path(trace_dir or 'traces') / trace.file_name())
                     results.append(result)
                     progress(result)
         finally:

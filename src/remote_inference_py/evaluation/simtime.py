@@ -134,12 +134,15 @@ class SimulatedSystem:
                  seed: int, task: TaskConfig = TaskConfig(),
                  renderer_cache: Optional[dict] = None, settle_s: float = SETTLE_S,
                  perturb: Optional[Callable[[np.ndarray], np.ndarray]] = None,
-                 on_tick: Optional[Callable[['SimulatedSystem', Any], None]] = None):
+                 on_tick: Optional[Callable[['SimulatedSystem', Any], None]] = None,
+                 on_chunk: Optional[Callable[..., None]] = None):
         """Build the sim for cube ``seed``, the executor for the mode, the server core.
 
         ``perturb(command)`` changes each command before the hardware checks it (recording
         demonstrations with noise); ``on_tick(system, tick_output)`` is called after every
-        executor tick (recording observations).
+        executor tick (recording observations); ``on_chunk(system, chunk, verdict,
+        plan_before)`` after every chunk the executor was handed (tracing). Neither hook
+        changes what the episode does.
         """
         from remote_inference_py.hardware.sim import SimConfig, So101Sim
         self.now = 0.0
@@ -204,6 +207,7 @@ class SimulatedSystem:
         self.session_id = ''
         self.perturb = perturb
         self.on_tick = on_tick
+        self.on_chunk = on_chunk
 
     # ---- the hardware interface ----------------------------------------------------------
 
@@ -323,11 +327,15 @@ class SimulatedSystem:
             self.core.on_request_failed(answer.request_id, f'server: {answer.error}', self.now)
             return
         positions = np.asarray(answer.positions, dtype=np.float64)
-        self.core.on_chunk(Chunk(
+        chunk = Chunk(
             session_id=answer.session_id, request_id=answer.request_id,
             capture_time=answer.capture_stamp_ns * 1e-9, joint_names=tuple(answer.joint_names),
             step_period=answer.step_period, positions=positions.reshape(-1),
-            step_count=positions.shape[0]), self.now)
+            step_count=positions.shape[0])
+        before = self.core.plan
+        verdict = self.core.on_chunk(chunk, self.now)
+        if self.on_chunk is not None:
+            self.on_chunk(self, chunk, verdict, before)
 
     # ---- the loop -------------------------------------------------------------------------
 
@@ -382,8 +390,12 @@ class SimulatedSystem:
 
 def run_episode(runtime, policy_name: str, settings: EvalSettings,
                 configuration: Configuration, seed: int, task: TaskConfig = TaskConfig(),
-                renderer_cache: Optional[dict] = None) -> EpisodeResult:
-    """Run one simulated-time episode; a crash becomes a failed result with its message."""
+                renderer_cache: Optional[dict] = None, trace=None) -> EpisodeResult:
+    """Run one simulated-time episode; a crash becomes a failed result with its message.
+
+    ``trace`` (an :class:`~remote_inference_py.evaluation.trace.EpisodeTrace`) records the
+    episode tick by tick and chunk by chunk, and its outcome.
+    """
     began = time.perf_counter()
     result = EpisodeResult(policy=policy_name, mode=configuration.mode,
                            latency_s=configuration.latency_s, seed=seed, runner=RUNNER)
@@ -392,7 +404,9 @@ def run_episode(runtime, policy_name: str, settings: EvalSettings,
         reset = getattr(runtime, 'reset', None)
         if reset is not None:
             reset(seed)   # a sampling policy draws the same noise for the same episode
-        system = SimulatedSystem(runtime, settings, configuration, seed, task, renderer_cache)
+        hooks = {} if trace is None else {'on_tick': trace.on_tick, 'on_chunk': trace.on_chunk}
+        system = SimulatedSystem(runtime, settings, configuration, seed, task, renderer_cache,
+                                 **hooks)
         result.cube_xy = tuple(float(v) for v in system.sim.cube_xy)
         counters = system.run()
         outcome = system.monitor.outcome()
@@ -413,4 +427,6 @@ def run_episode(runtime, policy_name: str, settings: EvalSettings,
         if system is not None:
             system.close()
     result.wall_s = time.perf_counter() - began
+    if trace is not None:
+        trace.finish(result)
     return result
