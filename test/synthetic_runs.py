@@ -86,7 +86,7 @@ def status_message(bag, ns, state, **fields):
                   buffered_playback_s=0.0, refill_s=0.3, effective_refill_s=0.3,
                   last_turnaround_s=0.0, p50_turnaround_s=0.0, max_turnaround_s=0.0, ticks=0,
                   dispatched_ticks=0, held_ticks=0, skipped_ticks=0, requests=0,
-                  chunks_accepted=0, chunks_dropped=0, starved_ticks=0, trimmed_steps=0,
+                  requests_in_flight=0, chunks_accepted=0, chunks_dropped=0, starved_ticks=0, trimmed_steps=0,
                   last_drop_reason='', last_seam_rad=0.0, max_seam_rad=0.0,
                   tick_period_p50_s=0.033, tick_period_p99_s=0.034, tick_period_max_s=0.04)
     values.update(fields)
@@ -127,7 +127,9 @@ def write_run(path, spec=None):
         ns = T0 + int(sent * NS)
         request = bag.type('remote_inference/msg/InferenceRequest')(
             header=bag.header(ns), session_id='s', request_id=number,
-            earliest_capture_stamp=bag.stamp(ns), task='pick up the cube')
+            earliest_capture_stamp=bag.stamp(ns), task='pick up the cube',
+            plan_start_stamp=bag.stamp(ns), plan_steps=0, frozen_steps=0,
+            plan_positions=np.zeros(0))
         bag.write('/policy/request', 'remote_inference/msg/InferenceRequest', ns, request)
         server_ms = spec.turnaround_s * 1e3 if spec.server_timings else 0.0
         chunk = bag.type('remote_inference/msg/ActionChunk')(
