@@ -87,6 +87,7 @@ def test_analyze_reads_sqlite3_bags_and_names_bad_input(tmp_path):
                   buffered_playback_s=0.0, refill_s=0.2, effective_refill_s=0.3,
                   last_turnaround_s=0.1, p50_turnaround_s=0.1, max_turnaround_s=0.2,
                   ticks=10, dispatched_ticks=8, held_ticks=2, skipped_ticks=0, requests=1,
+                  requests_in_flight=0,
                   chunks_accepted=1, chunks_dropped=0, starved_ticks=2, trimmed_steps=0,
                   last_drop_reason='', last_seam_rad=0.0, max_seam_rad=0.01,
                   tick_period_p50_s=0.033, tick_period_p99_s=0.034, tick_period_max_s=0.04)
@@ -102,7 +103,7 @@ def test_analyze_reads_sqlite3_bags_and_names_bad_input(tmp_path):
 def test_a_recorder_that_falls_behind_still_gets_the_turnaround(processes, ros, tmp_path):
     """The recorder stops taking messages for 2 s at a time, as on a loaded machine.
 
-    The real policy server (a python policy holding still, 0.3 s of latency injected) answers
+    The real policy server (a python policy holding still, 0.3 s of compute injected) answers
     the real executor; requests and chunks queue up in DDS while the recorder is stalled, so
     it receives many a request together with its chunk. The turnaround analyze reports comes
     from the messages' stamps and stays at the injected latency, as the executor measured it.
@@ -114,7 +115,7 @@ def test_a_recorder_that_falls_behind_still_gets_the_turnaround(processes, ros, 
     processes.console_script('policy_server', node_name='policy_server', params={
         'deployment': 'test', 'policy_type': 'python', 'max_batch_size': 1,
         'checkpoint': 'remote_inference_py.evaluation.expert:idle_runtime',
-        'extra_latency_s': 0.3, 'warmup_iterations': 1})
+        'extra_compute_s': 0.3, 'warmup_iterations': 1})
     executor = processes.console_script('executor', node_name='executor', params=EXECUTOR)
     # The test node's own subscriptions stall with the recorder: they tell when it was late.
     seen = {}

@@ -176,7 +176,7 @@ def main(argv=None):
         # whole run from the first command.
         'executor': {'autostart': False, 'chunk_merge': options.merge,
                      'synchronous': options.synchronous},
-        'policy_server': {'extra_latency_s': options.latency},
+        'policy_server': {'extra_compute_s': options.latency},   # the policy thinks this long
     }
     for name, values in policy.overrides.items():
         extra[name] = {**extra.get(name, {}), **values}
