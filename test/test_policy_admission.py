@@ -140,3 +140,17 @@ def test_required_features_are_checked_for_the_executor():
     problems = check_admission(CONTRACT, REQUEST, ['observation.images.wrist'])
     assert problems == ["observation features ['observation.images.wrist'] not served (server: "
                         "['observation.state', 'observation.images.front'])"]
+
+
+def test_unset_fields_of_an_admit_message_mean_as_before():
+    """A client written against the messages may leave the newer fields at 0."""
+    from remote_inference.srv import Admit
+    msg = Admit.Request(protocol_version=PROTOCOL_VERSION, client_name='/scripted',
+                        deployment='so101', semantics='so101-degrees-gripper-percent-v1',
+                        action_names=list(JOINTS), action_rate=30.0, merge_mode='aligned',
+                        hardware_position_hold=True)
+    request = AdmitRequest.from_message(msg)
+    assert request.max_requests_in_flight == 1          # 0: one in flight
+    assert request.presence_lease_s == 0.0              # 0: the server's lease, not checked
+    assert check_admission(CONTRACT, dataclasses.replace(request, features=(STATE, FRONT))) == []
+    assert ask(max_requests_in_flight=0) != []          # the message default is mapped, not 0

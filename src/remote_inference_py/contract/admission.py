@@ -104,7 +104,7 @@ class ServerContract:
                    merge_modes=tuple(msg.supported_merge_modes) or PLAIN_MERGE_MODES,
                    protocol_version=int(msg.protocol_version),
                    presence_lease_s=float(msg.presence_lease_s),
-                   max_requests_in_flight=int(msg.max_requests_in_flight))
+                   max_requests_in_flight=int(msg.max_requests_in_flight) or 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +133,7 @@ class AdmitRequest:
                    merge_mode=msg.merge_mode,
                    hardware_position_hold=bool(msg.hardware_position_hold),
                    presence_lease_s=float(msg.presence_lease_s),
-                   max_requests_in_flight=int(msg.max_requests_in_flight))
+                   max_requests_in_flight=int(msg.max_requests_in_flight) or 1)
 
 
 def check_admission(contract: ServerContract, request: AdmitRequest,
@@ -196,7 +196,8 @@ def check_admission(contract: ServerContract, request: AdmitRequest,
                         f'{contract.max_requests_in_flight} per client '
                         '(set max_requests_in_flight on the executor, max_requests_per_client '
                         'on the server)')
-    if not abs(request.presence_lease_s - contract.presence_lease_s) <= 1e-6:
+    if request.presence_lease_s and not abs(request.presence_lease_s
+                                            - contract.presence_lease_s) <= 1e-6:
         problems.append(f'presence lease: server {contract.presence_lease_s} s, client '
                         f'{request.presence_lease_s} s (set presence_lease_s equal on both)')
     if not request.hardware_position_hold:
