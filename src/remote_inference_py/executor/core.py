@@ -418,7 +418,7 @@ class ExecutorCore:
         """Leave RUNNING or WAITING at `now`: return home when possible, else end at once."""
         abandoned = self._requests.close_all(Closure(Closed.SHUTDOWN, now))
         if abandoned:
-            self._event(f'{requests_text(abandoned)} abandoned at shutdown')
+            self._event(f'{requests_text(abandoned)} abandoned at shutdown at t={now:.3f}')
         self._timeline.clear()
         self._robot.waiting_since = None
         outcome = State.FAULT if faulted else State.STOPPED
