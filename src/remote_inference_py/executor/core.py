@@ -81,7 +81,7 @@ from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.executor.hold import Hold, ReturnHome
 from remote_inference_py.executor.requests import (
     Closed, Closure, Kind, RequestOrder, requests_text, RequestTable)
-from remote_inference_py.executor.stats import Counters, ExecutorStats
+from remote_inference_py.executor.stats import Counters, ExecutorStats, Status
 from remote_inference_py.executor.timeline import Timeline
 from remote_inference_py.executor.validation import Chunk, ChunkValidator
 
@@ -144,19 +144,17 @@ class ExecutorCore:
         self._robot = Hold(config.joint_names)
         self._return = None           # ReturnHome while STOPPING
         self._counters = Counters()
-        self._state = State.IDLE
-        self._message = ''
+        self._status = Status(State.IDLE)   # the state, its message, the events to log
         self._session_id = ''
         self._server_lost = False
-        self._events = []
 
     # ---------------------------------------------------------------- read-only views
 
     config = property(lambda self: self._cfg, doc='The settings in effect.')
-    state = property(lambda self: self._state, doc='The current state.')
+    state = property(lambda self: self._status.state, doc='The current state.')
     session_id = property(lambda self: self._session_id,
                           doc="The admitted session id ('' before admission).")
-    is_terminal = property(lambda self: self._state in (State.STOPPED, State.FAULT),
+    is_terminal = property(lambda self: self.state in (State.STOPPED, State.FAULT),
                            doc='True once STOPPED or FAULT: nothing is left to send.')
     committed_tick = property(lambda self: self._timeline.committed_tick,
                               doc='The last committed action tick (-1 before the first).')
@@ -179,7 +177,7 @@ class ExecutorCore:
         arrives. A vector of the wrong length raises ValueError.
         """
         finite, event = self._robot.measure(positions)
-        self._event(event)
+        self._status.event(event)
         return finite
 
     def on_applied(self, positions) -> bool:
@@ -189,12 +187,12 @@ class ExecutorCore:
     def on_actuation_failed(self, reason: str) -> None:
         """Fault at once and send nothing more: applying an action or a hold failed."""
         self._robot.actuation_failed = True
-        if self._state != State.FAULT:
+        if self.state != State.FAULT:
             self._enter_terminal(State.FAULT, f'actuation failed: {reason}')
 
     def on_measurement_failed(self, reason: str) -> None:
         """Mark the measurement unhealthy (skips the return path) until on_measured succeeds."""
-        self._event(self._robot.measurement_failed(reason))
+        self._status.event(self._robot.measurement_failed(reason))
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -204,34 +202,34 @@ class ExecutorCore:
         `chunk_length` (steps) gives the horizon a request in flight is expected to cover;
         0 (unknown) uses the length of the chunks received so far.
         """
-        if self._state != State.IDLE:
-            raise RuntimeError(f'cannot admit a session in state {self._state.name}')
+        if self.state != State.IDLE:
+            raise RuntimeError(f'cannot admit a session in state {self.state.name}')
         if not session_id:
             raise ValueError('session_id must not be empty')
         self._session_id = session_id
         self._requests.horizon_s = max(0, int(chunk_length)) / self._cfg.fps
-        self._set_state(State.READY, f"admitted session '{session_id}'")
+        self._status.set(State.READY, f"admitted session '{session_id}'")
 
     def start(self, now: float) -> None:
         """Anchor the timeline at `now` and start: READY -> RUNNING."""
-        if self._state != State.READY:
-            raise RuntimeError(f'cannot start in state {self._state.name}')
+        if self.state != State.READY:
+            raise RuntimeError(f'cannot start in state {self.state.name}')
         if self._server_lost:
             raise RuntimeError('cannot start: the server was lost')
         if not self._robot.can_start:
             raise RuntimeError('cannot start: no healthy measured pose yet')
         self._timeline.start = float(now)
         self._robot.initial_pose = self._robot.measured.copy()
-        self._set_state(State.RUNNING, f"started session '{self._session_id}'")
+        self._status.set(State.RUNNING, f"started session '{self._session_id}'")
 
     def stop(self, now: float) -> None:
         """Stop on user request at `now`: return to the initial pose if configured, then STOPPED.
 
         `now` dates the shutdown: the requests still in flight are closed as abandoned then.
         """
-        if self._state in (State.IDLE, State.READY):
+        if self.state in (State.IDLE, State.READY):
             self._enter_terminal(State.STOPPED, 'stopped before motion')
-        elif self._state in (State.RUNNING, State.WAITING):
+        elif self.state in (State.RUNNING, State.WAITING):
             self._shut_down(False, 'stop requested', now)
 
     def fault(self, reason: str, now: float) -> None:
@@ -245,13 +243,14 @@ class ExecutorCore:
         self._server_lost = True
         lost = self._requests.close_all(Closure(Closed.SERVER_LOST, now))
         if lost:
-            self._event(f'{requests_text(lost)} abandoned: the server was lost')
-        if self._state == State.READY:
+            self._status.event(f'{requests_text(lost)} abandoned: the server was lost')
+        if self.state == State.READY:
             self._enter_terminal(State.FAULT, 'server lost before start')
-        elif self._state in (State.RUNNING, State.WAITING):
-            self._message = 'server lost: this session does not resume'
-            self._event(f'server lost: no more requests; {self._timeline.buffered_playback():.2f}'
-                        ' s of buffered actions may drain, then hold until the grace expires')
+        elif self.state in (State.RUNNING, State.WAITING):
+            self._status.message = 'server lost: this session does not resume'
+            buffered = self._timeline.buffered_playback()
+            self._status.event(f'server lost: no more requests; {buffered:.2f} s of buffered '
+                               'actions may drain, then hold until the grace expires')
 
     def update_config(self, config: ExecutorConfig) -> None:
         """Apply new tunables at once; raise ValueError if a structural field changes."""
@@ -266,27 +265,28 @@ class ExecutorCore:
         self._cfg = self._validator.config = config
         self._timeline.configure(config)
         if diff:
-            self._event('settings updated: ' + ', '.join(diff))
+            self._status.event('settings updated: ' + ', '.join(diff))
 
     # ---------------------------------------------------------------- control tick
 
     def tick(self, now: float) -> TickOutput:
         """Advance one control tick; return the command, the request and the state."""
-        if self._state in (State.IDLE, State.READY, State.STOPPED, State.FAULT):
-            return TickOutput(None, False, None, self._state, self._take_events())
+        if self.state in (State.IDLE, State.READY, State.STOPPED, State.FAULT):
+            return self._output()
         tick, skipped = self._timeline.advance(now)
         self._counters.add('skipped_ticks', skipped)
         self._counters.add('ticks')
-        if self._state == State.STOPPING:
-            command = self._return_command()
-            return TickOutput(command, False, None, self._state, self._take_events(), tick)
+        if self.state == State.STOPPING:
+            return self._output(self._return_command(), tick=tick)
         command, held = self._dispatch(tick, now)
-        if self._state == State.STOPPING:
+        if self.state == State.STOPPING:
             command, held = self._return_command(), False
-        elif self._state == State.FAULT:
+        elif self.state == State.FAULT:
             command, held = None, False
-        request = self._maybe_request(now)
-        return TickOutput(command, held, request, self._state, self._take_events(), tick)
+        return self._output(command, held, self._maybe_request(now), tick)
+
+    def _output(self, command=None, held=False, request=None, tick=None) -> TickOutput:
+        return TickOutput(command, held, request, self.state, self._status.take_events(), tick)
 
     def _dispatch(self, tick: int, now: float):
         """Return (command, held) for control tick `tick` while RUNNING or WAITING."""
@@ -295,11 +295,11 @@ class ExecutorCore:
         command = self._timeline.step_toward(tick, self._robot.previous_command())
         self._robot.last_command = command
         self._counters.add('dispatched_ticks')
-        if self._state == State.WAITING:
+        if self.state == State.WAITING:
             waited = now - self._robot.waiting_since
             self._robot.waiting_since = None
-            self._set_state(State.RUNNING, f'resumed after {waited:.2f} s of waiting',
-                            log=not self._cfg.synchronous)
+            self._status.set(State.RUNNING, f'resumed after {waited:.2f} s of waiting',
+                             log=not self._cfg.synchronous)
         return command, False
 
     def _hold(self, tick: int, now: float) -> np.ndarray:
@@ -323,28 +323,28 @@ class ExecutorCore:
     def _begin_wait(self, tick: int, now: float) -> None:
         self._robot.waiting_since = now
         if self._cfg.synchronous:
-            self._set_state(State.WAITING, 'waiting for the next chunk (synchronous)',
-                            log=False)
+            self._status.set(State.WAITING, 'waiting for the next chunk (synchronous)',
+                             log=False)
             return
         drained = self._requests.close_all(Closure(Closed.DRAINED, now))
         self._counters.add('drained_requests', len(drained))
         if drained:
-            self._event(f'{requests_text(drained)} drained when the wait began')
+            self._status.event(f'{requests_text(drained)} drained when the wait began')
         why = (f'starved: nothing to dispatch at tick {tick}' if self._timeline.motion_started
                else 'waiting for the first chunk')
-        self._set_state(State.WAITING, f'{why}; holding the last applied target, a fresh '
-                        f'capture taken after t={now:.3f} is needed')
+        self._status.set(State.WAITING, f'{why}; holding the last applied target, a fresh '
+                         f'capture taken after t={now:.3f} is needed')
 
     # ---------------------------------------------------------------- requests
 
     def _maybe_request(self, now: float):
         """Return a RequestOrder when one must be sent this tick (requests.py decides)."""
-        if self._state not in (State.RUNNING, State.WAITING) or self._server_lost:
+        if self.state not in (State.RUNNING, State.WAITING) or self._server_lost:
             return None
         timeout = self._cfg.request_timeout_s
         for request_id in self._requests.expire(now, timeout):
             self._counters.add('request_timeouts')
-            self._event(f'request {request_id} timed out after {timeout:g} s')
+            self._status.event(f'request {request_id} timed out after {timeout:g} s')
         order = self._requests.order(now, self._cfg, self._timeline, self._robot.waiting_since)
         if order is not None:
             self._counters.add('requests')
@@ -355,7 +355,7 @@ class ExecutorCore:
         if not self._requests.fail(request_id, reason, now, self._cfg.action_period):
             return False
         self._counters.add('request_failures')
-        self._event(f'request {request_id} failed: {reason}')
+        self._status.event(f'request {request_id} failed: {reason}')
         return True
 
     # ---------------------------------------------------------------- chunks
@@ -363,8 +363,8 @@ class ExecutorCore:
     def on_chunk(self, chunk: Chunk, now: float) -> ChunkVerdict:
         """Validate a chunk and merge it into the plan, or drop it whole with a reason."""
         request_id = chunk.request_id
-        if self._state not in (State.RUNNING, State.WAITING):
-            return self._drop(request_id, f'executor is {self._state.name}; chunk not used')
+        if self.state not in (State.RUNNING, State.WAITING):
+            return self._drop(request_id, f'executor is {self.state.name}; chunk not used')
         if chunk.session_id != self._session_id:
             return self._drop(request_id, f"chunk from session '{chunk.session_id}' but "
                                           f"admitted session is '{self._session_id}'")
@@ -383,7 +383,7 @@ class ExecutorCore:
         if problem:
             return self._drop(request_id, problem, **details)
 
-        holding = self._state == State.WAITING or self._cfg.synchronous
+        holding = self.state == State.WAITING or self._cfg.synchronous
         result = self._timeline.merge(positions, chunk.capture_time, holding,
                                       self._robot.previous_command(),
                                       request.frozen_until_tick)
@@ -393,8 +393,8 @@ class ExecutorCore:
         steps = 0 if self._cfg.synchronous else len(positions)   # sync: no horizon needed
         superseded = self._requests.answered_with(request_id, steps, now, self._cfg.fps)
         if superseded:
-            self._event(f'{requests_text(superseded)} superseded by the chunk of request '
-                        f'{request_id}')
+            self._status.event(f'{requests_text(superseded)} superseded by the chunk of '
+                               f'request {request_id}')
         self._counters.accepted(result.trimmed_steps, result.seam)
         return ChunkVerdict(True, '', request_id, result.trimmed_steps, result.usable_steps,
                             result.overlap_steps, result.gap_steps, result.seam, **details)
@@ -406,19 +406,19 @@ class ExecutorCore:
     # ---------------------------------------------------------------- faults and shutdown
 
     def _fault(self, reason: str, now: float) -> None:
-        if self._state == State.STOPPING:
-            self._message = self._return.fault(reason)
-            self._event(self._message)
-        elif self._state in (State.IDLE, State.READY):
+        if self.state == State.STOPPING:
+            self._status.message = self._return.fault(reason)
+            self._status.event(self._status.message)
+        elif self.state in (State.IDLE, State.READY):
             self._enter_terminal(State.FAULT, reason)
-        elif self._state in (State.RUNNING, State.WAITING):
+        elif self.state in (State.RUNNING, State.WAITING):
             self._shut_down(True, reason, now)
 
     def _shut_down(self, faulted: bool, reason: str, now: float) -> None:
         """Leave RUNNING or WAITING at `now`: return home when possible, else end at once."""
         abandoned = self._requests.close_all(Closure(Closed.SHUTDOWN, now))
         if abandoned:
-            self._event(f'{requests_text(abandoned)} abandoned at shutdown at t={now:.3f}')
+            self._status.event(f'{requests_text(abandoned)} abandoned at shutdown at t={now:.3f}')
         self._timeline.clear()
         self._robot.waiting_since = None
         outcome = State.FAULT if faulted else State.STOPPED
@@ -428,13 +428,13 @@ class ExecutorCore:
             self._enter_terminal(outcome, f'{"fault: " if faulted else ""}{reason}{skipped}')
             return
         self._return = ReturnHome(faulted, reason)
-        self._set_state(State.STOPPING, self._return.message(arrived=False))
+        self._status.set(State.STOPPING, self._return.message(arrived=False))
 
     def _return_command(self) -> np.ndarray:
         """Return the next point of the speed-limited path to the initial pose."""
         home = self._return
         command, arrived, event = home.next_command(self._robot, self._cfg)
-        self._event(event)
+        self._status.event(event)
         self._counters.add('return_ticks')
         if arrived:
             self._enter_terminal(State.FAULT if home.faulted else State.STOPPED,
@@ -445,14 +445,14 @@ class ExecutorCore:
     def _enter_terminal(self, state: State, message: str) -> None:
         self._timeline.clear()
         self._requests.forget_in_flight()
-        self._set_state(state, message)
+        self._status.set(state, message)
 
     # ---------------------------------------------------------------- status
 
     def stats(self) -> ExecutorStats:
         """Return the counters and timings for the status topic."""
         return self._counters.snapshot(
-            state=self._state, message=self._message, session_id=self._session_id,
+            state=self.state, message=self._status.message, session_id=self._session_id,
             buffered_playback_s=self._timeline.buffered_playback(),
             refill_s=self._cfg.refill_seconds,
             effective_refill_s=self._requests.effective_refill(self._cfg),
@@ -460,22 +460,6 @@ class ExecutorCore:
             p50_turnaround_s=self._requests.turnaround.p50_s,
             max_turnaround_s=self._requests.turnaround.recent_max_s,
             requests_in_flight=len(self._requests))
-
-    # ---------------------------------------------------------------- helpers
-
-    def _set_state(self, state: State, message: str, log: bool = True) -> None:
-        self._state = state
-        self._message = message
-        if log:
-            self._event(f'{state.name}: {message}')
-
-    def _event(self, text: str) -> None:
-        if text:
-            self._events.append(text)
-
-    def _take_events(self) -> list:
-        events, self._events = self._events, []
-        return events
 
 
 def _copy(array):

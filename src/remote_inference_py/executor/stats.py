@@ -12,10 +12,12 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The executor's statistics: counters, seams and the last drop reason.
+"""What the executor reports: its state and message, the events to log, and the counters.
 
-It owns what the status topic and the activity summary count (:class:`ExecutorStats`); the
-core adds to it and reads the rest (state, buffered playback, turnarounds) from its parts.
+:class:`Status` owns the current state, its message and the events not yet taken (the core
+decides the transitions). :class:`Counters` owns what the status topic and the activity
+summary count (:class:`ExecutorStats`); the core adds to it and reads the rest (buffered
+playback, turnarounds) from its parts.
 """
 
 from collections import deque
@@ -90,3 +92,30 @@ class Counters:
         """Return the stats: these counts plus `rest` (state, message, timings...)."""
         return ExecutorStats(recent_seams=tuple(self.seams), max_seam=self.max_seam,
                              last_drop_reason=self.last_drop_reason, **self.counts, **rest)
+
+
+class Status:
+    """The current state, its message, and the events to log since they were last taken."""
+
+    def __init__(self, state):
+        """Start in `state` with no message and no events."""
+        self.state = state
+        self.message = ''
+        self._events = []
+
+    def set(self, state, message: str, log: bool = True) -> None:
+        """Enter `state` with `message`; log it as an event 'STATE: message' unless not `log`."""
+        self.state = state
+        self.message = message
+        if log:
+            self.event(f'{state.name}: {message}')
+
+    def event(self, text: str) -> None:
+        """Keep an event to log ('' is ignored)."""
+        if text:
+            self._events.append(text)
+
+    def take_events(self) -> list:
+        """Return the events kept since the last call, oldest first, and forget them."""
+        events, self._events = self._events, []
+        return events
