@@ -49,7 +49,8 @@ LEVELS = {
     'pure': """
     bringup_plan calibration cdr compressed committed_plan control_table evaluation_paired
     evaluation_stats evaluation_task executor_admission executor_config executor_core
-    executor_flight executor_properties flow_sampler hardware_commands image_cdr merge
+    executor_flight executor_hold executor_properties executor_requests executor_timeline
+    executor_validation flow_sampler hardware_commands image_cdr merge
     node_configs params policy_admission policy_core policy_flight policy_images
     policy_manifest policy_observation policy_runtimes readme_python_example refill semantics
     ticker

@@ -54,6 +54,14 @@ PREVIOUS = np.array([100.0])
     (-0.05, 0.0, 10.0, 0),     # captured before the timeline started
     (1.0, 0.0, 30.0, 31),
     (0.7, 0.0, 10.0, 8),
+    # On a tick, though (0.3 - 0.1) * 10 = 1.9999999999999998 in floats: the tolerance keeps it
+    # on tick 2, so the first tick after it is 3 (2 without the tolerance).
+    (0.3, 0.1, 10.0, 3),
+    (1.0, 0.9, 10.0, 2),
+    # The tolerance is 1e-9 of a tick: a capture 1e-10 tick before tick 1 counts as on it,
+    # one 1e-8 tick before does not.
+    (0.1 - 1e-11, 0.0, 10.0, 2),
+    (0.1 - 1e-9, 0.0, 10.0, 1),
 ])
 def test_first_tick_after(capture, start, fps, expected):
     assert first_tick_after(capture, start, fps) == expected

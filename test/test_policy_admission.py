@@ -73,6 +73,25 @@ def test_every_mismatch_is_named(changes, expected):
     assert len(problems) == 1 and expected in problems[0], problems
 
 
+@pytest.mark.parametrize('relative, admitted', [
+    (0.0, True), (0.5e-6, True), (-0.5e-6, True),     # within 1e-6 of the server's rate
+    (2e-6, False), (-2e-6, False), (0.01, False),     # just outside, and 1 % off
+])
+def test_the_action_rate_must_match_within_one_part_per_million(relative, admitted):
+    problems = ask(action_rate=30.0 * (1 + relative))
+    assert (problems == []) == admitted, problems
+    if not admitted:
+        assert len(problems) == 1 and problems[0].startswith('action rate: server 30.0 Hz')
+
+
+@pytest.mark.parametrize('offset, admitted', [
+    (0.0, True), (0.5e-6, True), (-0.5e-6, True), (2e-6, False), (-2e-6, False),
+])
+def test_the_presence_lease_must_match_within_a_microsecond(offset, admitted):
+    problems = ask(presence_lease_s=CONTRACT.presence_lease_s + offset)
+    assert (problems == []) == admitted, problems
+
+
 def test_all_mismatches_are_reported_together():
     assert len(ask(deployment='x', semantics='y', action_rate=1.0)) == 3
 
