@@ -195,7 +195,7 @@ def test_one_forward_pass_at_a_time_and_one_answer_per_request_under_a_flood(inl
         pushed_out = [a for a in answers if a.error]
         assert served == sorted(served), 'chunks leave in request order'
         assert served and (pushed_out or inline), 'requests pile up behind the thread'
-        assert all(a.error.startswith(f'{DROPPED}: request ') for a in pushed_out)
+        assert all(a.error.startswith(f'{DROPPED}: the client keeps 2 ') for a in pushed_out)
         assert core.stats.totals['superseded'] == len(pushed_out)
         assert core.stats.totals['served'] == len(served) == runtime.passes
         assert runtime.most == 1
@@ -213,8 +213,9 @@ def test_the_pushed_out_request_is_answered_at_once_naming_why():
         scheduler.on_request(Request('', one, 2, 0))
         [answer] = outbox.answers
         assert answer.request_id == 1 and answer.positions is None
-        assert answer.error == (f'{SUPERSEDED}: request 2 arrived while request 1 waited (the '
-                                'client keeps 1 request(s) in flight; the newest are served)')
+        assert answer.error == (f'{SUPERSEDED}: the client keeps 1 request(s) in flight and '
+                                'the newest are served; request 2 arrived while request 1 '
+                                'waited')
         scheduler.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
         assert [(a.request_id, a.error) for a in outbox.answers][1] == (2, '')
     finally:
@@ -228,9 +229,9 @@ def test_a_full_queue_drops_the_oldest_with_a_named_error():
         assert core.on_request(Request('', session, request_id, 0)) is None   # just inside
     answer = core.on_request(Request('', session, 4, 0))                       # just outside
     assert answer.request_id == 1 and answer.session_id == session
-    assert answer.error == (f'{DROPPED}: request 4 arrived while 3 requests of this session '
-                            'waited, request 1 the oldest (the client keeps 3 request(s) in '
-                            'flight; the newest are served)')
+    assert answer.error == (f'{DROPPED}: the client keeps 3 request(s) in flight and the '
+                            'newest are served; request 4 arrived while 3 requests of this '
+                            'session waited, request 1 the oldest')
     assert core.pending_count() == 3 and core.stats.totals['superseded'] == 1
 
 
@@ -250,9 +251,10 @@ def test_a_request_put_back_into_a_full_queue_is_answered():
     computed = core.compute(core.take_work())          # the frame fails to decode...
     assert core.on_request(Request('', session, 2, 0)) is None   # ...while 2 arrives
     [answer] = core.finish(computed)
-    assert answer.request_id == 1 and answer.error.startswith(
-        f'{SUPERSEDED}: request 1 was put back after a frame failed to decode and found 1 '
-        'newer request(s) of this session waiting')
+    assert answer.request_id == 1 and answer.error.endswith(
+        'request 1 was put back after a frame failed to decode and found newer requests of '
+        'this session waiting')
+    assert answer.error.startswith(f'{SUPERSEDED}: the client keeps 1 request(s) in flight')
     assert [stream for _, stream, _, _ in computed.rejected] == ['observation.images.front']
     assert core.rejected_samples()['observation.images.front'][0] == 1
     assert core.pending_count() == 1 and core.stats.totals['superseded'] == 1

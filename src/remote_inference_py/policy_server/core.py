@@ -397,15 +397,16 @@ class PolicyServerCore:
         old = request.request_id
         if newer is None:
             why = (f'request {old} was put back after a frame failed to decode and found '
-                   f'{bound} newer request(s) of this session waiting')
+                   'newer requests of this session waiting')
         elif bound == 1:
             why = f'request {newer} arrived while request {old} waited'
         else:
             why = (f'request {newer} arrived while {bound} requests of this session waited, '
                    f'request {old} the oldest')
         kind = SUPERSEDED if bound == 1 else DROPPED
-        return self._error(request, f'{kind}: {why} (the client keeps {bound} request(s) in '
-                                    'flight; the newest are served)')
+        # The fixed part first: the node throttles its warnings by the head of the text.
+        return self._error(request, f'{kind}: the client keeps {bound} request(s) in flight '
+                                    f'and the newest are served; {why}')
 
     def refuse(self, request: Request, message: str) -> Answer:
         """Count a request that cannot be served at all; return its error answer."""

@@ -73,6 +73,7 @@ queue; answers still leave in order, :mod:`.delivery`), and ``extra_compute_s`` 
 forward pass busy that much longer (a slower model, reported as inference time).
 """
 
+import copy
 import dataclasses
 import threading
 import time
@@ -105,6 +106,10 @@ from remote_inference_py.transport.endpoints import (
 from remote_inference_py.transport.shared_images import ImageInput
 
 SUMMARY_PERIOD_S = 5.0
+# The commands profile, read with a deeper history: a burst of requests waits to be answered
+# (each one is, see the core) instead of being overwritten before a callback takes it.
+REQUESTS_QOS = copy.copy(qos.COMMANDS)
+REQUESTS_QOS.depth = 100
 IMAGE_PATH_CHECK_S = 1.0
 ERROR_LOG_PERIOD_S = 5.0
 T = ParameterType
@@ -287,7 +292,7 @@ class PolicyServerNode(Node):
                     Float64MultiArray, full,
                     lambda msg, r=robot, f=name: self.on_vector(r, f, msg), qos.IMAGES)
         self.create_subscription(InferenceRequest, topic_name(robot, 'policy/request'),
-                                 lambda msg, r=robot: self.on_request(r, msg), qos.COMMANDS)
+                                 lambda msg, r=robot: self.on_request(r, msg), REQUESTS_QOS)
         self.chunk_pubs[robot] = ChunkPublisher(
             self, topic_name(robot, 'policy/chunk'),
             qos.chunks(self.core.settings.presence_lease_s))
