@@ -57,6 +57,7 @@ from transport_common import Client, constant_chunk, JOINTS, make_frame, make_jo
 
 ANSWER_TIMEOUT_S = 1.0
 REQUEST_LEAD_S = 0.005
+CALL_RETRY_S = 3.0   # a service call unanswered this long is sent again
 
 
 class RosClient(Client):
@@ -129,10 +130,18 @@ class RosClient(Client):
         client = self.node.create_client(kind, name)
         if not client.wait_for_service(timeout_sec=max(deadline - time.monotonic(), 0.1)):
             raise RuntimeError(f'service {name} not available')
+        # The first request can be lost while the service's reply channel is still being
+        # matched (discovery is slow on a loaded host): ask again every few seconds.
         future = client.call_async(request)
+        again = time.monotonic() + CALL_RETRY_S
         while not future.done():
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 raise RuntimeError(f'no answer from {name}')
+            if now > again:
+                client.remove_pending_request(future)
+                future = client.call_async(request)
+                again = now + CALL_RETRY_S
             self.executor.spin_once(timeout_sec=0.02)
         return future.result()
 

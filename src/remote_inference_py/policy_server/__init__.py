@@ -20,6 +20,8 @@ from messages), :mod:`.runtimes` (the runtime interface and warm-up), :mod:`.loa
 runtime serves a checkpoint, and the whole start-up), :mod:`.config` (frozen settings),
 :mod:`.topics` (which topic feeds each feature), :mod:`.demo_policy`, :mod:`.torch_runtime` and
 :mod:`.lerobot_runtime` (the runtimes), :mod:`.export` (checkpoints to ``.pt2``),
-:mod:`.sessions` (admitted clients), :mod:`.timings`, :mod:`.core` (requests in, chunks out).
+:mod:`.sessions` (admitted clients), :mod:`.timings`, :mod:`.core` (requests in, chunks out;
+single-threaded), :mod:`.scheduler` (the one serving path: the lock around the core, the
+inference and delivery threads, the inline fast path), :mod:`.delivery` (answers held back).
 ROS: :mod:`.node`.
 """

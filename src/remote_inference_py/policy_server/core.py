@@ -15,30 +15,41 @@
 """
 The policy server's logic as a plain class: :class:`PolicyServerCore`, with no ROS in it.
 
-The node hands it samples, admissions and requests from its subscription callbacks (each call
-returns in microseconds) and runs a worker thread that loops over :meth:`next_work` and
-:meth:`serve`, publishing the answers::
+The core is single-threaded and holds no lock: it is called by one thread at a time (the
+node's :class:`.scheduler.Scheduler` serializes the calls), and it never waits for another
+thread. Samples, admissions and requests go in (each call returns in microseconds), ready
+work comes out of :meth:`take_work`, :meth:`compute` runs the forward pass on it and
+:meth:`finish` turns the result into answers::
 
     core = PolicyServerCore(ServerSettings(deployment='so101'), runtime)
-    core.on_joint_states('', stamp_ns, names, positions)       # subscription callbacks
+    core.on_joint_states('', stamp_ns, names, positions)
     result = core.admit('', admit_request)
-    core.on_request('', Request('', result.session_id, 1, earliest_ns))
-    answers = core.serve(core.next_work(timeout=0.5))          # worker thread
+    core.on_request(Request('', result.session_id, 1, earliest_ns))   # None: queued
+    answers = core.finish(core.compute(core.take_work()))
 
+:meth:`compute` is the one step that touches no bookkeeping: it reads the samples the work
+selected and the runtime, so the scheduler runs it outside its lock and samples, requests and
+admissions go on while a forward pass runs (:meth:`serve` is ``finish(compute(work))`` for a
+caller with one thread, and :meth:`next_work` waits out observation deadlines for it).
+
+Every request gets exactly one answer: a chunk, or an error answer whose ``error`` says why.
 Requests wait in a queue per session and are served one at a time in request order: the
 second waits until the first has been taken into a forward pass (an executor that keeps
 several requests in flight staggers them, and an older prediction must never arrive after a
 newer one). The queue holds as many requests as the client said it keeps in flight at
 admission (at most ``max_requests_per_client``, the contract's ``max_requests_in_flight``); a
-request beyond that drops the oldest one not started (counted as superseded: its client had
-given up on it). With one request in flight this is a latest-wins slot. Each request's
+request beyond that pushes out the oldest one not started, which :meth:`on_request` returns
+answered with an error headed ``superseded`` (one request in flight: a latest-wins slot) or
+``dropped from a full queue`` (several), counted as superseded in the activity line. A request
+put back after its frame failed to decode finds its queue full the same way. Each request's
 observation is selected when it is served, from its own earliest capture stamp. A request
 is ready when every stream has a sample captured at or after its earliest capture stamp; it
 waits up to ``observation_wait_s`` for one and is then answered with an error naming the
 missing stream, headed by its kind: ``stale observation`` (a stream's newest sample was
 captured before the earliest capture stamp: a camera that stalled or was unplugged),
 ``missing observation`` (a stream has delivered nothing usable yet) or ``unusable
-observation`` (samples failed to decode).
+observation`` (samples failed to decode). The requests still waiting for a session that
+admission releases are answered ``session released``.
 Ready requests of different sessions are batched into one forward pass, up to
 ``max_batch_size`` and what the runtime declares; the rest wait for the next pass.
 
@@ -47,15 +58,14 @@ runtime that supports it (``supports_prefix``), :meth:`PolicyServerCore.prefix_f
 plan to the capture of the observation actually used, converts it to the policy's normalized
 units and hands it to ``infer``; other runtimes never see it (admission refuses rtc for them).
 
-``extra_compute_s`` keeps the worker busy that much longer per forward pass (a slower model:
-requests queue behind it). ``extra_latency_s`` is not the core's: the node holds each answer
-back that long after it is computed (a link or a remote queue: the worker goes on serving).
+``extra_compute_s`` keeps the forward pass busy that much longer (a slower model: requests
+queue behind it). ``extra_latency_s`` is not the core's: the scheduler holds each answer back
+that long after it is computed (a link or a remote queue: serving goes on meanwhile).
 """
 
 import collections
 import dataclasses
 import math
-import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -79,6 +89,9 @@ from remote_inference_py.robot.units import JointConverter
 STALE_OBSERVATION = 'stale observation'
 MISSING_OBSERVATION = 'missing observation'
 UNUSABLE_OBSERVATION = 'unusable observation'
+SUPERSEDED = 'superseded'
+DROPPED = 'dropped from a full queue'
+SESSION_RELEASED = 'session released'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,7 +182,7 @@ class Answer:
 
 @dataclasses.dataclass
 class Work:
-    """What the worker does next: ready requests (batched) and requests that failed."""
+    """What a forward pass does next: ready requests (batched) and requests that failed."""
 
     ready: List[Tuple[Job, Selection]] = dataclasses.field(default_factory=list)
     failed: List[Tuple[Job, str, str]] = dataclasses.field(default_factory=list)
@@ -177,6 +190,41 @@ class Work:
     def __bool__(self) -> bool:
         """Return True when there is something to do."""
         return bool(self.ready or self.failed)
+
+
+@dataclasses.dataclass
+class Computed:
+    """What :meth:`PolicyServerCore.compute` made of a Work; :meth:`~.finish` books it."""
+
+    answers: List[Answer] = dataclasses.field(default_factory=list)   # chunks, in batch order
+    failed: List[Tuple[Request, str, str]] = dataclasses.field(default_factory=list)
+    retry: List[Tuple[Job, InputError]] = dataclasses.field(default_factory=list)
+    # Frames that failed to decode: (robot, stream, sample, error), marked bad by finish.
+    rejected: List[Tuple[str, str, object, InputError]] = dataclasses.field(
+        default_factory=list)
+    batch_size: int = 0
+
+
+class _BadFrames:
+    """Stands in for a robot's buffers in ObservationAssembler.build: records, marks nothing.
+
+    compute runs outside the scheduler's lock, so the frames it finds corrupt are marked bad
+    in their buffers later, by finish.
+    """
+
+    def __init__(self, robot: str, out: list):
+        self._robot, self._out = robot, out
+
+    def __getitem__(self, stream: str):
+        return _BadFrameRecorder(self._robot, stream, self._out)
+
+
+class _BadFrameRecorder:
+    def __init__(self, robot: str, stream: str, out: list):
+        self._robot, self._stream, self._out = robot, stream, out
+
+    def mark_bad(self, sample, message: str) -> None:
+        self._out.append((self._robot, self._stream, sample, message))
 
 
 def _request_order(job: Job) -> int:
@@ -195,7 +243,7 @@ class PolicyServerCore:
         self.runtime = runtime
         self.spec = spec = runtime.spec
         self.clock = clock
-        self.sleep = sleep or threading.Event().wait
+        self.sleep = sleep or time.sleep
         self.assembler = ObservationAssembler(spec, calibration, settings.rotate_180)
         try:
             self.action_converter = JointConverter(spec.semantics, spec.action_joints,
@@ -226,13 +274,6 @@ class PolicyServerCore:
         # it may queue (what it keeps in flight).
         self._pending: Dict[str, collections.deque] = {}
         self._queue_bound: Dict[str, int] = {}
-        self._late_rejections: List[Tuple[str, str, InputError]] = []
-        self._cond = threading.Condition()
-        self._stopped = False
-        # False when the caller serves ready requests itself as samples arrive (inline): the
-        # worker then wakes only for new requests and deadlines, instead of racing the
-        # caller for the GIL and the job on every sample.
-        self.wake_worker_on_samples = True
 
     def warm_preprocessing(self) -> None:
         """Convert one blank frame per image feature (imports Pillow before the first request)."""
@@ -251,26 +292,33 @@ class PolicyServerCore:
         fixed = sorted(set(changes) - live)
         if fixed:
             raise ValueError(f'read-only while running: {", ".join(fixed)}')
-        settings = dataclasses.replace(self.settings, **changes)
-        with self._cond:
-            self.settings = settings
-            self._cond.notify_all()
-        return settings
+        self.settings = dataclasses.replace(self.settings, **changes)
+        return self.settings
 
     # ---- admission ----------------------------------------------------------------------
 
     def admit(self, robot: str, request: AdmitRequest) -> AdmitResult:
-        """Check the request against the contract and admit it if a slot is free."""
+        """Check the request against the contract and admit it if a slot is free.
+
+        The requests still waiting for a session this releases are in the result's
+        ``answers``, each answered ``session released``.
+        """
         problems = check_admission(self.contract, request)
-        with self._cond:
-            result = self.sessions.admit(robot, request.client_name,
-                                         self.settings.idle_timeout_s, problems)
-            for session_id in result.released:
-                self._pending.pop(session_id, None)
-                self._queue_bound.pop(session_id, None)
-            if result.success:
-                self._queue_bound[result.session_id] = max(1, min(
-                    request.max_requests_in_flight, self.settings.max_requests_per_client))
+        result = self.sessions.admit(robot, request.client_name,
+                                     self.settings.idle_timeout_s, problems)
+        answers = []
+        for session_id in result.released:
+            for job in self._pending.pop(session_id, ()):
+                self.stats.count('superseded')
+                answers.append(self._error(job.request, (
+                    f'{SESSION_RELEASED}: session {session_id} was released before request '
+                    f'{job.request.request_id} was served')))
+            self._queue_bound.pop(session_id, None)
+        if result.success:
+            self._queue_bound[result.session_id] = max(1, min(
+                request.max_requests_in_flight, self.settings.max_requests_per_client))
+        if answers:
+            result = dataclasses.replace(result, answers=tuple(answers))
         return result
 
     @property
@@ -287,13 +335,9 @@ class PolicyServerCore:
         try:
             sample = make()
         except InputError as error:
-            with self._cond:
-                buffers[stream].reject(str(error))
+            buffers[stream].reject(str(error))
             return error
-        with self._cond:
-            buffers[stream].add(sample)
-            if self._pending and self.wake_worker_on_samples:
-                self._cond.notify()
+        buffers[stream].add(sample)
         return None
 
     def on_joint_states(self, robot: str, stamp_ns: int, names: Sequence[str],
@@ -318,34 +362,56 @@ class PolicyServerCore:
     # ---- requests -----------------------------------------------------------------------
 
     def on_request(self, request: Request) -> Optional[Answer]:
-        """Queue a request in its session's queue; return an error answer when refused."""
-        with self._cond:
-            self.stats.count('requests')
-            why = self.sessions.touch(request.session_id, request.robot)
-            if why is not None:
-                self.stats.count('refused')
-                return self._error(request, why)
-            now = self.clock()
-            queue = self._pending.setdefault(request.session_id, collections.deque())
-            bound = self._queue_bound.get(request.session_id,
-                                          self.settings.max_requests_per_client)
-            while len(queue) >= bound:
-                queue.popleft()
-                self.stats.count('superseded')
-            job = Job(request, now, now + self.settings.observation_wait_s)
-            if queue and queue[-1].request.request_id > request.request_id:
-                queue = collections.deque(sorted([*queue, job], key=_request_order))
-                self._pending[request.session_id] = queue
-            else:
-                queue.append(job)
-            self._cond.notify()
-        return None
+        """Queue a request in its session's queue; return an answer to publish now, if any.
+
+        That answer is this request's refusal (unknown session), or the error answer of the
+        older request it pushed out of a full queue; None when nothing needs saying yet.
+        """
+        self.stats.count('requests')
+        why = self.sessions.touch(request.session_id, request.robot)
+        if why is not None:
+            self.stats.count('refused')
+            return self._error(request, why)
+        now = self.clock()
+        queue = self._pending.setdefault(request.session_id, collections.deque())
+        bound = self._queue_bound.get(request.session_id,
+                                      self.settings.max_requests_per_client)
+        pushed_out = None
+        while len(queue) >= bound:
+            pushed_out = self._pushed_out(queue.popleft().request, bound, request.request_id)
+        job = Job(request, now, now + self.settings.observation_wait_s)
+        if queue and queue[-1].request.request_id > request.request_id:
+            queue = collections.deque(sorted([*queue, job], key=_request_order))
+            self._pending[request.session_id] = queue
+        else:
+            queue.append(job)
+        return pushed_out
+
+    def _pushed_out(self, request: Request, bound: int, newer: Optional[int]) -> Answer:
+        """Count a request pushed out of its session's full queue; return its error answer.
+
+        ``newer``: the request whose arrival pushed it out; None when it was put back after
+        a frame failed to decode and found its queue full.
+        """
+        self.stats.count('superseded')
+        old = request.request_id
+        if newer is None:
+            why = (f'request {old} was put back after a frame failed to decode and found '
+                   'newer requests of this session waiting')
+        elif bound == 1:
+            why = f'request {newer} arrived while request {old} waited'
+        else:
+            why = (f'request {newer} arrived while {bound} requests of this session waited, '
+                   f'request {old} the oldest')
+        kind = SUPERSEDED if bound == 1 else DROPPED
+        # The fixed part first: the node throttles its warnings by the head of the text.
+        return self._error(request, f'{kind}: the client keeps {bound} request(s) in flight '
+                                    f'and the newest are served; {why}')
 
     def refuse(self, request: Request, message: str) -> Answer:
         """Count a request that cannot be served at all; return its error answer."""
-        with self._cond:
-            self.stats.count('requests')
-            self.stats.count('refused')
+        self.stats.count('requests')
+        self.stats.count('refused')
         return self._error(request, message)
 
     def _error(self, request: Request, message: str) -> Answer:
@@ -354,59 +420,59 @@ class PolicyServerCore:
                       sent_ns=request.sent_ns)
 
     def pending_count(self) -> int:
-        """Return the number of requests waiting for the worker."""
-        with self._cond:
-            return sum(len(queue) for queue in self._pending.values())
+        """Return the number of requests not taken into a forward pass yet."""
+        return sum(len(queue) for queue in self._pending.values())
 
-    def wake_worker(self) -> None:
-        """Make a waiting next_work look at the pending requests again."""
-        with self._cond:
-            self._cond.notify()
+    def next_deadline(self) -> Optional[float]:
+        """Return when a waiting request times out next (``clock`` time), or None."""
+        return min((queue[0].deadline for queue in self._pending.values()), default=None)
 
-    def stop(self) -> None:
-        """Wake the worker and make next_work return nothing from now on."""
-        with self._cond:
-            self._stopped = True
-            self._cond.notify_all()
+    # ---- serving ------------------------------------------------------------------------
 
-    # ---- worker -------------------------------------------------------------------------
+    def take_work(self) -> Work:
+        """Take the requests that are ready or have waited too long now (never waits)."""
+        work = Work()
+        if not self._pending:
+            return work
+        now = self.clock()
+        heads = [queue[0] for queue in self._pending.values()]
+        for job in sorted(heads, key=lambda j: j.received):
+            buffers = self.buffers[job.request.robot]
+            selection = self.assembler.select(buffers, job.request.earliest_ns)
+            if job.last_error and now >= job.deadline:
+                work.failed.append((job, 'observation', (
+                    f'{UNUSABLE_OBSERVATION}: no usable observation within '
+                    f'observation_wait_s={self.settings.observation_wait_s} s: '
+                    f'{job.last_error}')))
+            elif selection is not None:
+                if len(work.ready) < self.batch_limit:
+                    work.ready.append((job, selection))
+            elif now >= job.deadline:
+                missing = self.assembler.missing(buffers, job.request.earliest_ns)
+                name = (STALE_OBSERVATION if self.assembler.has_stale(
+                    buffers, job.request.earliest_ns) else MISSING_OBSERVATION)
+                work.failed.append((job, 'observation', (
+                    f'{name}: no usable observation within observation_wait_s='
+                    f'{self.settings.observation_wait_s} s: {missing}')))
+        for job in [j for j, _ in work.ready] + [j for j, _, _ in work.failed]:
+            self._start(job, now)
+        return work
 
-    def next_work(self, timeout: float) -> Work:
-        """Block until requests are ready or have waited too long (or ``timeout`` passes)."""
+    def next_work(self, timeout: float = 0.0) -> Work:
+        """Take work, sleeping until a request times out when none is ready (one thread only).
+
+        For a caller that drives the core from a single thread (the tests, the simulated-time
+        evaluation): nothing else can deliver a sample meanwhile, so it waits only for
+        observation deadlines, at most ``timeout`` seconds.
+        """
         give_up = self.clock() + timeout
-        with self._cond:
-            while not self._stopped:
-                now = self.clock()
-                work = Work()
-                heads = [queue[0] for queue in self._pending.values()]
-                for job in sorted(heads, key=lambda j: j.received):
-                    buffers = self.buffers[job.request.robot]
-                    selection = self.assembler.select(buffers, job.request.earliest_ns)
-                    if job.last_error and now >= job.deadline:
-                        work.failed.append((job, 'observation', (
-                            f'{UNUSABLE_OBSERVATION}: no usable observation within '
-                            f'observation_wait_s={self.settings.observation_wait_s} s: '
-                            f'{job.last_error}')))
-                    elif selection is not None:
-                        if len(work.ready) < self.batch_limit:
-                            work.ready.append((job, selection))
-                    elif now >= job.deadline:
-                        missing = self.assembler.missing(buffers, job.request.earliest_ns)
-                        name = (STALE_OBSERVATION if self.assembler.has_stale(
-                            buffers, job.request.earliest_ns) else MISSING_OBSERVATION)
-                        work.failed.append((job, 'observation', (
-                            f'{name}: no usable observation within observation_wait_s='
-                            f'{self.settings.observation_wait_s} s: {missing}')))
-                if work:
-                    for job in [j for j, _ in work.ready] + [j for j, _, _ in work.failed]:
-                        self._start(job, now)
-                    return work
-                deadlines = [queue[0].deadline for queue in self._pending.values()]
-                wake = min(deadlines + [give_up])
-                if now >= give_up and wake >= give_up:
-                    return work
-                self._cond.wait(max(wake - now, 0.0005))
-        return Work()
+        while True:
+            work = self.take_work()
+            now = self.clock()
+            deadline = self.next_deadline()
+            if work or now >= give_up or deadline is None:
+                return work
+            self.sleep(max(min(deadline, give_up) - now, 0.0005))
 
     def _start(self, job: Job, now: float) -> None:
         """Take the head of its session's queue; the next one waits for its observation now."""
@@ -418,24 +484,34 @@ class PolicyServerCore:
             del self._pending[job.request.session_id]
 
     def serve(self, work: Work) -> List[Answer]:
-        """Preprocess, run one forward pass and postprocess; return one answer per request."""
-        answers = []
-        for job, category, message in work.failed:
-            answers.append(self._fail(job.request, category, message))
-        batch = []   # (job, inputs, preprocess start, preprocess ms)
+        """Compute and finish ``work`` in this thread; return one answer per request."""
+        return self.finish(self.compute(work))
+
+    def compute(self, work: Work) -> Computed:
+        """Preprocess, run one forward pass and postprocess ``work``; change no bookkeeping.
+
+        It reads the samples the work selected (caching their converted pixels) and the
+        runtime, and touches nothing else of the core, so it may run while the core takes
+        samples and requests in another thread; :meth:`finish` books what it found.
+        """
+        out = Computed(failed=[(job.request, category, message)
+                               for job, category, message in work.failed])
+        batch = []   # (job, inputs, capture stamp, preprocess start, preprocess ms)
         for job, selection in work.ready:
             began = self.clock()
+            rejected = []
             try:
-                inputs = self.assembler.build(selection, self.buffers[job.request.robot])
+                inputs = self.assembler.build(
+                    selection, _BadFrames(job.request.robot, rejected))
             except InputError as error:
-                self._retry(job, error)
-                with self._cond:
-                    self._late_rejections.append((job.request.robot, error.stream, error))
+                out.retry.append((job, error))
+                out.rejected += [(robot, stream, sample, error)
+                                 for robot, stream, sample, _ in rejected]
                 continue
             batch.append((job, inputs, selection.capture_stamp_ns, began,
                           (self.clock() - began) * 1000.0))
         if not batch:
-            return answers
+            return out
         names = [f.name for f in self.spec.features]
         stacked = {name: (batch[0][1][name][None] if len(batch) == 1
                           else np.stack([item[1][name] for item in batch])) for name in names}
@@ -452,30 +528,52 @@ class PolicyServerCore:
                                  f'{len(batch)}')
         except Exception as error:  # noqa: B902 - a failing model must not stop the server
             message = f'policy forward pass failed: {str(error).strip()[:300]}'
-            return answers + [self._fail(item[0].request, 'inference', message)
-                              for item in batch]
+            out.failed += [(item[0].request, 'inference', message) for item in batch]
+            return out
         compute = self.settings.extra_compute_s
         if compute > 0:
             self.sleep(compute)
         inference_ms = (self.clock() - started) * 1000.0
-        with self._cond:
-            self.stats.batch(len(batch))
+        out.batch_size = len(batch)
         for index, (job, _, capture_ns, began, preprocess_ms) in enumerate(batch):
             post_started = self.clock()
             request = job.request
             try:
                 positions = self.postprocess(raw[index])
             except ValueError as error:
-                answers.append(self._fail(request, 'output', f'policy output: {error}'))
+                out.failed.append((request, 'output', f'policy output: {error}'))
                 continue
             timings = RequestTimings(
                 queue_wait_ms=(began - job.received) * 1000.0, preprocess_ms=preprocess_ms,
                 inference_ms=inference_ms,
                 postprocess_ms=(self.clock() - post_started) * 1000.0)
-            answers.append(Answer(request.robot, request.session_id, request.request_id,
-                                  self.spec.action_joints, self.step_period, capture_ns,
-                                  positions, '', timings, len(batch), request.sent_ns))
-        return answers
+            out.answers.append(Answer(request.robot, request.session_id, request.request_id,
+                                      self.spec.action_joints, self.step_period, capture_ns,
+                                      positions, '', timings, len(batch), request.sent_ns))
+        return out
+
+    def finish(self, computed: Computed) -> List[Answer]:
+        """Book what :meth:`compute` found; return the answers to publish, errors first.
+
+        Frames that failed to decode are marked bad in their buffers and their requests go
+        back to the head of their queues (they select again, or time out as ``unusable
+        observation``); one whose queue filled up meanwhile is answered as pushed out.
+        """
+        for robot, stream, sample, error in computed.rejected:
+            self.buffers[robot][stream].mark_bad(sample, str(error))
+        answers = []
+        for job, error in computed.retry:
+            pushed_out = self._retry(job, error)
+            if pushed_out is not None:
+                answers.append(pushed_out)
+        for request, category, message in computed.failed:
+            self.stats.failed(category, message)
+            answers.append(self._error(request, message))
+        if computed.batch_size:
+            self.stats.batch(computed.batch_size)
+        for answer in computed.answers:
+            self.stats.served(answer.timings)
+        return answers + computed.answers
 
     def prefix_for(self, plan: Optional[CommittedPlan], capture_ns: int) -> Optional[Prefix]:
         """Return a request's committed plan from its capture on, in normalized policy units."""
@@ -495,61 +593,48 @@ class PolicyServerCore:
             np.asarray(steps[:self.chunk_length], dtype=np.float64))
         return self.action_converter.to_si(values).astype(np.float32)
 
-    def take_late_rejections(self) -> List[Tuple[str, str, InputError]]:
-        """Return (robot, stream, error) of frames that failed to decode since the last call."""
-        with self._cond:
-            out, self._late_rejections = self._late_rejections, []
-        return out
-
-    def record_served(self, answer: Answer) -> None:
-        """Count an answer that was published (the node adds message-building time first)."""
-        with self._cond:
-            if answer.error:
-                return
-            self.stats.served(answer.timings)
-
-    def _retry(self, job: Job, error: InputError) -> None:
+    def _retry(self, job: Job, error: InputError) -> Optional[Answer]:
         """Put a job back after a frame failed to decode; it selects again or times out.
 
         It goes back at the head of its session's queue, unless the queue filled up meanwhile
-        (newer requests replaced it).
+        (newer requests came): then it is answered as pushed out, and that answer returned.
         """
-        with self._cond:
-            self.stats.count('retried')
-            job.last_error = str(error)
-            session_id = job.request.session_id
-            bound = self._queue_bound.get(session_id, self.settings.max_requests_per_client)
-            queue = self._pending.setdefault(session_id, collections.deque())
-            if len(queue) < bound:
-                queue.appendleft(job)
-            self._cond.notify()
-
-    def _fail(self, request: Request, category: str, message: str) -> Answer:
-        with self._cond:
-            self.stats.failed(category, message)
-        return self._error(request, message)
+        self.stats.count('retried')
+        job.last_error = str(error)
+        session_id = job.request.session_id
+        if session_id not in self._queue_bound:   # released meanwhile
+            self.stats.count('superseded')
+            return self._error(job.request, f'{SESSION_RELEASED}: session {session_id} was '
+                                            f'released before request '
+                                            f'{job.request.request_id} was served')
+        bound = self._queue_bound[session_id]
+        queue = self._pending.setdefault(session_id, collections.deque())
+        if len(queue) < bound:
+            queue.appendleft(job)
+            return None
+        if not queue:
+            del self._pending[session_id]
+        return self._pushed_out(job.request, bound, None)
 
     # ---- observability ------------------------------------------------------------------
 
     def rejected_samples(self) -> Dict[str, Tuple[int, str]]:
         """Per ``robot/stream`` with rejections: (count, last reason)."""
         out = {}
-        with self._cond:
-            for robot, buffers in self.buffers.items():
-                for name, buffer in buffers.items():
-                    if buffer.rejected:
-                        key = f'{robot}/{name}' if robot else name
-                        out[key] = (buffer.rejected, buffer.last_error)
+        for robot, buffers in self.buffers.items():
+            for name, buffer in buffers.items():
+                if buffer.rejected:
+                    key = f'{robot}/{name}' if robot else name
+                    out[key] = (buffer.rejected, buffer.last_error)
         return out
 
     def summary(self) -> Optional[str]:
         """Return the activity summary since the last call, or None when idle and alone."""
-        with self._cond:
-            window = self.stats.window()
-            totals = dict(self.stats.totals)
-            failures = dict(self.stats.failures)
-            last_failure = self.stats.last_failure
-            clients = len(self.sessions)
+        window = self.stats.window()
+        totals = dict(self.stats.totals)
+        failures = dict(self.stats.failures)
+        last_failure = self.stats.last_failure
+        clients = len(self.sessions)
         if not clients and not window['requests']:
             return None
         text = (f'{clients}/{self.settings.max_clients} client(s); last period: '

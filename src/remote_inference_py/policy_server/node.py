@@ -47,30 +47,33 @@ A raw camera whose publisher offers its frames through shared memory on this hos
 read from there once a frame has come through; the Image topic is read otherwise, and again
 whenever the shared frames stop or cannot be opened here (another host or user).
 
-Threads: callbacks hand samples, admissions and requests to the core (the node spins one
-rclpy executor, see ``run_node``); one worker thread waits for ready requests, runs
-preprocessing, the forward pass and postprocessing, and publishes the chunks (a delivery
-thread publishes them instead while ``extra_latency_s`` holds answers back). When warm-up
+Threads: callbacks hand samples, admissions and requests to the :class:`.scheduler.Scheduler`
+(the node spins one rclpy executor, see ``run_node``), which owns the serving threads and
+calls the core; its ``publish`` is this node's :meth:`PolicyServerNode.publish_answer`. An
+inference thread serves ready requests (preprocessing, the forward pass, postprocessing) and
+a delivery thread publishes the answers ``extra_latency_s`` holds back. When warm-up
 measured a forward pass within ``inline_serve_max_ms`` (default 2 ms) and one robot is served,
-the callback that makes a request ready serves it itself (one thread hand-off less; the worker
-still serves what waits, e.g. a request whose observation is late); a slower model or several
-robots (batched) always go through the worker. Nothing is pickled: observations and chunks are
-ROS messages.
+the callback that makes a request ready serves it itself (one thread hand-off less; the
+inference thread still serves what waits, e.g. a request whose observation is late); a slower
+model or several robots (batched) always go through the inference thread. Nothing is pickled:
+observations and chunks are ROS messages.
 
 A chunk's ``header.stamp`` is the capture stamp of the observation used; when the joint
 sample and the camera frames differ, the oldest of them (see :mod:`.observation`). A request
 that cannot be served is answered with ``error`` set and no positions (unknown session,
 no usable observation within ``observation_wait_s``, a failed forward pass, a non-finite
-output). A session's requests are served in order, one at a time; beyond what the client
-keeps in flight (``max_requests_per_client`` at most) a newer request replaces the oldest one
-still waiting (counted as superseded).
+output, pushed out of a full queue). A session's requests are served in order, one at a time;
+beyond what the client keeps in flight (``max_requests_per_client`` at most) a newer request
+replaces the oldest one still waiting, which is answered at once with an error headed
+``superseded`` (one in flight) or ``dropped from a full queue`` (counted as superseded).
 
 Two test and benchmark knobs, both 0 in production: ``extra_latency_s`` holds every answer
-back that long after it is computed, without holding up the worker (a slow link or a remote
-queue; answers still leave in order, :mod:`.delivery`), and ``extra_compute_s`` keeps the
-worker busy that long per forward pass (a slower model, reported as inference time).
+back that long after it is computed, without holding up serving (a slow link or a remote
+queue; answers still leave in order, :mod:`.delivery`), and ``extra_compute_s`` keeps each
+forward pass busy that much longer (a slower model, reported as inference time).
 """
 
+import copy
 import dataclasses
 import threading
 import time
@@ -93,9 +96,9 @@ from remote_inference_py.contract.admission import (
 from remote_inference_py.contract.plan import plan_from_fields
 from remote_inference_py.policy_server.config import LIVE_FIELDS, ServerConfig
 from remote_inference_py.policy_server.core import Answer, Request
-from remote_inference_py.policy_server.delivery import DelayLine
 from remote_inference_py.policy_server.images import CompressedImage, InputError, RawImage
 from remote_inference_py.policy_server.loading import load_policy
+from remote_inference_py.policy_server.scheduler import Scheduler
 from remote_inference_py.policy_server.topics import COMPRESSED_SUFFIX, topic_name
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.endpoints import (
@@ -103,6 +106,10 @@ from remote_inference_py.transport.endpoints import (
 from remote_inference_py.transport.shared_images import ImageInput
 
 SUMMARY_PERIOD_S = 5.0
+# The commands profile, read with a deeper history: a burst of requests waits to be answered
+# (each one is, see the core) instead of being overwritten before a callback takes it.
+REQUESTS_QOS = copy.copy(qos.COMMANDS)
+REQUESTS_QOS.depth = 100
 IMAGE_PATH_CHECK_S = 1.0
 ERROR_LOG_PERIOD_S = 5.0
 T = ParameterType
@@ -221,13 +228,9 @@ class PolicyServerNode(Node):
         self._suppressed = {}
         self._zero_stamp_warned = set()
         self._stop_event = threading.Event()
-        self._serve_lock = threading.Lock()   # one forward pass at a time, either thread
-        self.inline = False
         self.runtime = None
         self.core = None
-        self.worker = None
-        self.delivery = DelayLine()
-        self.delivery_thread = None
+        self.scheduler = None
         self.chunk_pubs = {}
         self.image_inputs = []
 
@@ -238,8 +241,9 @@ class PolicyServerNode(Node):
         except ValueError as error:   # RuntimeLoadError included
             raise ConfigError(str(error)) from None
         self.runtime, self.core, self.topics = loaded.runtime, loaded.core, loaded.topics
-        self.inline = loaded.inline
-        self.core.wake_worker_on_samples = not self.inline
+        self.scheduler = Scheduler(
+            self.core, self.publish_answer, inline=loaded.inline, rejected=self._rejected,
+            log_error=lambda where, text: self.log_throttled('error', (where,), text))
         settings = self.core.settings
 
         for robot in settings.robots:
@@ -248,11 +252,7 @@ class PolicyServerNode(Node):
         self.add_post_set_parameters_callback(self.on_parameters_set)
         self.create_timer(SUMMARY_PERIOD_S, self.log_summary)
         self.create_timer(IMAGE_PATH_CHECK_S, self.check_image_paths)
-        self.worker = threading.Thread(target=self._work, name='inference', daemon=True)
-        self.worker.start()
-        self.delivery_thread = threading.Thread(target=self._deliver, name='delivery',
-                                                daemon=True)
-        self.delivery_thread.start()
+        self.scheduler.start()
         clients = 'one client' if settings.max_clients == 1 else \
             f'{settings.max_clients} clients'
         robots = ', '.join(repr(r) for r in settings.robots)
@@ -292,7 +292,7 @@ class PolicyServerNode(Node):
                     Float64MultiArray, full,
                     lambda msg, r=robot, f=name: self.on_vector(r, f, msg), qos.IMAGES)
         self.create_subscription(InferenceRequest, topic_name(robot, 'policy/request'),
-                                 lambda msg, r=robot: self.on_request(r, msg), qos.COMMANDS)
+                                 lambda msg, r=robot: self.on_request(r, msg), REQUESTS_QOS)
         self.chunk_pubs[robot] = ChunkPublisher(
             self, topic_name(robot, 'policy/chunk'),
             qos.chunks(self.core.settings.presence_lease_s))
@@ -324,7 +324,7 @@ class PolicyServerNode(Node):
         changes = {p.name: p.value for p in params if p.name in LIVE_FIELDS}
         if changes:
             self.config = dataclasses.replace(self.config, **changes)
-            self.core.update_settings(**changes)
+            self.scheduler.update_settings(**changes)
             for name, value in changes.items():
                 self.get_logger().info(f'parameter {name} set to {value!r}')
 
@@ -342,63 +342,55 @@ class PolicyServerNode(Node):
         return value
 
     def _rejected(self, robot, stream, error):
+        """Log a rejected sample (throttled per robot, stream and reason)."""
         if error is not None:
             where = f'{robot}/{stream}' if robot else stream
             self.log_throttled('error', (robot, stream, error.code),
                                f'rejected {where} sample [{error.code}]: {error}')
 
-    def _stored(self, robot, stream, error):
-        """Log a rejected sample, or serve a request the accepted one made ready."""
-        if error is not None:
-            self._rejected(robot, stream, error)
-        else:
-            self.serve_inline()
-
     def on_joint_states(self, robot, msg):
-        """Hand a joint_states sample to the core (validated by name there)."""
-        self._stored(robot, 'joint_states', self.core.on_joint_states(
+        """Hand a joint_states sample to the scheduler (validated by name in the core)."""
+        self._rejected(robot, 'joint_states', self.scheduler.on_joint_states(
             robot, self._stamp(robot, 'joint_states', msg.stamp_ns), msg.names,
             msg.positions))
 
     def on_image(self, robot, feature, msg):
-        """Hand an image to the core (pixels converted only when used)."""
+        """Hand an image to the scheduler (pixels converted only when used)."""
         image = RawImage(msg.encoding, msg.height, msg.width, msg.step, msg.data,
                          msg.is_bigendian)
-        self._stored(robot, feature, self.core.on_image(
+        self._rejected(robot, feature, self.scheduler.on_image(
             robot, feature, self._stamp(robot, feature, msg.stamp_ns), image))
 
     def on_compressed(self, robot, feature, msg):
-        """Hand a compressed image to the core."""
+        """Hand a compressed image to the scheduler."""
         image = CompressedImage(msg.format, msg.data)
-        self._stored(robot, feature, self.core.on_image(
+        self._rejected(robot, feature, self.scheduler.on_image(
             robot, feature, self._stamp(robot, feature, msg.header.stamp), image))
 
     def on_pose(self, robot, feature, msg):
-        """Hand a pose (x, y, z, qx, qy, qz, qw) to the core."""
+        """Hand a pose (x, y, z, qx, qy, qz, qw) to the scheduler."""
         p, q = msg.pose.position, msg.pose.orientation
-        self._stored(robot, feature, self.core.on_privileged(
+        self._rejected(robot, feature, self.scheduler.on_privileged(
             robot, feature, self._stamp(robot, feature, msg.header.stamp),
             [p.x, p.y, p.z, q.x, q.y, q.z, q.w]))
 
     def on_vector(self, robot, feature, msg):
-        """Hand a Float64MultiArray (no stamp: the receive time is used) to the core."""
-        self._stored(robot, feature, self.core.on_privileged(
+        """Hand a Float64MultiArray (no stamp: the receive time is used) to the scheduler."""
+        self._rejected(robot, feature, self.scheduler.on_privileged(
             robot, feature, self.get_clock().now().nanoseconds, list(msg.data)))
 
     def on_request(self, robot, msg):
-        """Queue a request in its session's slot; answer at once when refused."""
+        """Hand a request to the scheduler (a malformed plan is refused there at once)."""
         plan, problem = plan_from_fields(
             stamp_ns(msg.plan_start_stamp), msg.plan_steps, msg.frozen_steps,
             msg.plan_positions, self.core.spec.action_joints)
         request = Request(robot, msg.session_id, msg.request_id,
                           stamp_ns(msg.earliest_capture_stamp), msg.task,
                           stamp_ns(msg.header.stamp), plan)
-        refusal = (self.core.refuse(request, f'bad request: {problem}') if problem
-                   else self.core.on_request(request))
-        if refusal is not None:
-            self._publish(refusal)
+        if problem:
+            self.scheduler.refuse(request, f'bad request: {problem}')
         else:
-            self.serve_inline()   # its observation may be here already
+            self.scheduler.on_request(request)
 
     # ---- services -----------------------------------------------------------------------
 
@@ -420,7 +412,7 @@ class PolicyServerNode(Node):
         response.presence_lease_s = float(contract.presence_lease_s)
         response.max_requests_in_flight = int(contract.max_requests_in_flight)
         response.max_clients = self.core.settings.max_clients
-        response.active_clients = self.core.active_clients
+        response.active_clients = self.scheduler.active_clients
         return response
 
     def _feature_msg(self, feature):
@@ -433,7 +425,7 @@ class PolicyServerNode(Node):
 
     def on_admit(self, robot, request, response):
         """Admit a client whose contract matches, or say what differed."""
-        result = self.core.admit(robot, AdmitRequest.from_message(request))
+        result = self.scheduler.admit(robot, AdmitRequest.from_message(request))
         response.success = result.success
         response.message = result.message
         response.instance_id = self.instance_id
@@ -443,7 +435,7 @@ class PolicyServerNode(Node):
             self.get_logger().info(
                 f'admitted {request.client_name or "a client"}{where}: session '
                 f'{result.session_id}, merge mode {request.merge_mode}; '
-                f'{self.core.active_clients}/{self.core.settings.max_clients} client(s)')
+                f'{self.scheduler.active_clients}/{self.core.settings.max_clients} client(s)')
         else:
             self.get_logger().warning(f'admission refused for {request.client_name or "a client"}'
                                       f'{where}: {result.message}')
@@ -451,58 +443,10 @@ class PolicyServerNode(Node):
             self.get_logger().info(f'session {released} released')
         return response
 
-    # ---- worker -------------------------------------------------------------------------
+    # ---- answers ------------------------------------------------------------------------
 
-    def _work(self):
-        """Serve ready requests until stopped (the inference thread)."""
-        while not self._stop_event.is_set():
-            try:
-                work = self.core.next_work(timeout=0.5)
-                if work:
-                    with self._serve_lock:
-                        self._serve(work)
-            except Exception as error:  # noqa: B902 - the server keeps serving
-                self.log_throttled('error', ('worker',), f'inference worker error: {error!r}')
-
-    def _serve(self, work):
-        answers = self.core.serve(work)
-        for robot, stream, error in self.core.take_late_rejections():
-            self._rejected(robot, stream, error)
-        latency = self.core.settings.extra_latency_s
-        for answer in answers:
-            if latency > 0 or len(self.delivery):
-                self.delivery.put(answer, latency)   # the delivery thread publishes it
-            else:
-                self._publish(answer)
-
-    def _deliver(self):
-        """Publish answers held back by extra_latency_s, in order (the delivery thread)."""
-        while not self._stop_event.is_set():
-            try:
-                for answer in self.delivery.take(timeout=0.5):
-                    self._publish(answer)
-            except Exception as error:  # noqa: B902 - the server keeps serving
-                self.log_throttled('error', ('delivery',), f'delivery error: {error!r}')
-
-    def serve_inline(self):
-        """Serve what is ready now, in this callback, when inline serving is on and idle."""
-        if not self.inline:
-            return
-        if self.core.settings.extra_compute_s > 0 or \
-                not self._serve_lock.acquire(blocking=False):
-            self.core.wake_worker()   # the worker serves it (or will, once it is free)
-            return
-        try:
-            work = self.core.next_work(timeout=0.0)
-            if work:
-                self._serve(work)
-        except Exception as error:  # noqa: B902 - the server keeps serving
-            self.log_throttled('error', ('inline',), f'inline serving error: {error!r}')
-        finally:
-            self._serve_lock.release()
-
-    def _publish(self, answer: Answer):
-        """Publish an answer as an ActionChunk."""
+    def publish_answer(self, answer: Answer):
+        """Publish an answer as an ActionChunk (the scheduler's ``publish``)."""
         positions = answer.positions if answer.positions is not None else np.zeros((0, 0))
         timings = answer.timings
         sec, nanosec = divmod(answer.capture_stamp_ns, 1_000_000_000)
@@ -516,7 +460,6 @@ class PolicyServerNode(Node):
         if answer.error:
             self.log_throttled('warning', (answer.robot, 'failed', answer.error[:40]),
                                f'request {answer.request_id}{where} not served: {answer.error}')
-        self.core.record_served(answer)
         if answer.error:
             return
         age = (answer.sent_ns - answer.capture_stamp_ns) * 1e-9 if answer.sent_ns else 0.0
@@ -554,25 +497,20 @@ class PolicyServerNode(Node):
 
     def log_summary(self):
         """Log the activity summary (about every 5 s)."""
-        text = self.core.summary()
+        text = self.scheduler.summary()
         if text:
             self.get_logger().info(text)
 
     def request_stop(self, reason):
-        """Stop serving; close() joins the worker."""
+        """Stop serving; close() joins the scheduler's threads."""
         self.get_logger().info(f'stop requested: {reason}')
         self.finished = True
 
     def close(self):
-        """Stop the worker, release the model and let the last chunks reach subscribers."""
+        """Stop serving, release the model and let the last chunks reach subscribers."""
         self._stop_event.set()
-        if self.core is not None:
-            self.core.stop()
-        if self.worker is not None:
-            self.worker.join(timeout=5.0)
-        self.delivery.stop()
-        if self.delivery_thread is not None:
-            self.delivery_thread.join(timeout=5.0)
+        if self.scheduler is not None:
+            self.scheduler.stop()
         if self.runtime is not None:
             self.runtime.close()
         for publisher in self.chunk_pubs.values():

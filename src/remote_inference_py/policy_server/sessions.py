@@ -49,6 +49,7 @@ class AdmitResult:
     message: str
     session_id: str = ''
     released: Tuple[str, ...] = ()
+    answers: Tuple = ()   # error answers of the requests the released sessions left waiting
 
 
 class SessionTable:
