@@ -54,7 +54,8 @@ over synchronous inference with SmolVLA.
 
 Run: ``./run bench async_sync`` (or ``python bench/bench_async_sync.py --seconds 8`` inside
 ``./run shell``). Prints a markdown table and writes bench/results/async_sync.md and
-bench/results/async_sync.png.
+bench/results/async_sync.png; ``--smoke`` (bench/smoke.py):
+one cell (aligned, L = 0.05 s) for a second.
 """
 
 import argparse
@@ -67,6 +68,7 @@ import tempfile
 import time
 
 import numpy as np
+import smoke
 
 from remote_inference_py.bringup import param_args
 
@@ -397,7 +399,8 @@ def main(argv=None):
     parser.add_argument('--in-flight', type=int, nargs='+', default=list(IN_FLIGHT))
     parser.add_argument('--no-write', action='store_true',
                         help='print only; leave bench/results alone')
-    options = parser.parse_args(argv)
+    options = smoke.parse_args(parser, argv, seconds=1.0, latencies=[0.05], modes=['aligned'],
+                               flight_latencies=[], in_flight=[1])
     os.environ['ROS_DOMAIN_ID'] = os.environ.get('RI_BENCH_DOMAIN_ID',
                                                  str(random.randint(100, 200)))
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
@@ -467,8 +470,7 @@ def main(argv=None):
                         if flight else []) + notes)
     print(text)
     if not options.no_write:
-        results = BENCH / 'results'
-        results.mkdir(exist_ok=True)
+        results = smoke.results_dir(options)
         png = plot(rows, results / 'async_sync.png')
         (results / 'async_sync.md').write_text(
             '# Asynchronous vs synchronous benchmark\n\n'

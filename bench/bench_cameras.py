@@ -38,7 +38,7 @@ noise (Gaussian, sigma 2 levels) drawn anew for each of 30 frames, since JPEG si
 content and a real camera is noisy; without the simulator, a smooth synthetic scene.
 
 Run: ``./run bench cameras [--seconds 8]``. Prints a markdown table and writes
-bench/results/cameras.md.
+bench/results/cameras.md; ``--smoke`` (bench/smoke.py): one camera, half a second per cell.
 """
 
 import argparse
@@ -52,6 +52,7 @@ import threading
 import time
 
 import numpy as np
+import smoke
 
 HERE = pathlib.Path(__file__).resolve().parent
 WIDTH, HEIGHT, RATE_HZ, QUALITY = 640, 480, 30.0, 80
@@ -251,7 +252,9 @@ def main(argv=None):
     parser.add_argument('--seconds', type=float, default=8.0)
     parser.add_argument('--receiver', choices=('raw', 'jpeg'))
     parser.add_argument('--cameras', type=int, default=1)
-    options = parser.parse_args(argv)
+    parser.add_argument('--camera-counts', type=int, nargs='+', default=[1, 2],
+                        help='cameras per cell (the sender side)')
+    options = smoke.parse_args(parser, argv, seconds=0.5, camera_counts=[1])
     if options.receiver:
         receiver(options.receiver, options.cameras, options.seconds)
         return 0
@@ -261,7 +264,7 @@ def main(argv=None):
                       ROS_DOMAIN_ID=str(150 + os.getpid() % 50))
     pictures, source = frames()
     rows = []
-    for cameras in (1, 2):
+    for cameras in options.camera_counts:
         for mode in ('raw', 'jpeg'):
             rows.append(run_cell(mode, cameras, options.seconds, pictures, dict(os.environ)))
             print(f'{mode} x{cameras}: {rows[-1]}', file=sys.stderr, flush=True)
@@ -279,7 +282,7 @@ def main(argv=None):
             f'{time.strftime("%Y-%m-%d")}, {os.cpu_count()} cores, 1-min load average '
             f'{load:.2f} after the run (other jobs share this machine).\n')
     print(text)
-    (HERE / 'results' / 'cameras.md').write_text(text)
+    (smoke.results_dir(options) / 'cameras.md').write_text(text)
     return 0
 
 

@@ -26,7 +26,8 @@ Executor benchmarks: core cost of validating and merging a chunk, and control ti
    SingleThreadedExecutor for the messages (``REMOTE_INFERENCE_ROS_EXECUTOR=single``).
 
 Run: ``./run bench executor`` (or ``python bench/bench_executor.py`` inside ``./run shell``).
-Prints markdown tables and writes bench/results/executor.md.
+Prints markdown tables and writes bench/results/executor.md; ``--smoke`` (bench/smoke.py): one
+short idle run at 30 Hz.
 """
 
 import argparse
@@ -38,6 +39,7 @@ import tempfile
 import time
 
 import numpy as np
+import smoke
 
 from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.executor.core import Chunk, ExecutorCore
@@ -158,14 +160,19 @@ def main(argv=None):
     parser.add_argument('--seconds', type=float, default=8.0,
                         help='duration of each jitter run [s]')
     parser.add_argument('--rates', type=float, nargs='+', default=[30.0, 100.0, 200.0])
-    options = parser.parse_args(argv)
+    parser.add_argument('--samples', type=int, default=2000,
+                        help='chunks timed per merge mode in the core cost')
+    parser.add_argument('--other-core', nargs='+', choices=('idle', 'busy'),
+                        default=['idle', 'busy'], help='runs without and with a busy loop')
+    options = smoke.parse_args(parser, argv, seconds=1.0, rates=[30.0], samples=20,
+                               other_core=['idle'])
     os.environ.setdefault('ROS_DOMAIN_ID', str(150 + os.getpid() % 50))
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 
     lines = ['## Executor core cost (50 x 6 chunk, columns reordered by name)', '',
              '| merge | on_chunk p50 [ms] | on_chunk p99 [ms] | tick p50 [ms] | tick p99 [ms] |',
              '|---|---|---|---|---|']
-    lines += core_cost()
+    lines += core_cost(options.samples)
     lines += ['', '## Executor node tick period error (measured period minus nominal)', '',
               '| rate [Hz] | rclpy executor (messages) | other core | ticks | p50 [ms] | '
               'p99 [ms] | max [ms] | missed ticks | starved ticks | chunks |',
@@ -175,7 +182,7 @@ def main(argv=None):
     if 100.0 in options.rates:
         runs.insert(runs.index((100.0, 'events')) + 1, (100.0, 'single'))
     for fps, spin in runs:
-        for load in (False, True):
+        for load in (other == 'busy' for other in options.other_core):
             r = tick_jitter(fps, load, options.seconds, spin)
             lines.append(f'| {fps:.0f} | {spin} | {"busy loop" if load else "idle"} | '
                          f'{r["ticks"]} | {r["p50_ms"]:+.3f} | {r["p99_ms"]:+.3f} | '
@@ -183,9 +190,7 @@ def main(argv=None):
                          f'{r["chunks"]} |')
     text = '\n'.join(lines)
     print(text)
-    results = BENCH / 'results'
-    results.mkdir(exist_ok=True)
-    (results / 'executor.md').write_text(
+    (smoke.results_dir(options) / 'executor.md').write_text(
         f'# Executor benchmark\n\n{time.strftime("%Y-%m-%d")}, {os.cpu_count()} cores\n\n'
         f'{text}\n')
 

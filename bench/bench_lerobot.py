@@ -28,7 +28,8 @@ forward pass = the chunk's preprocessing + postprocessing; queue wait is shown a
 Throughput = chunks received per second over all robots.
 
 Run: ``./run bench lerobot [--seconds 20]``. Prints markdown tables and writes
-bench/results/lerobot.md. Not a test: it measures.
+bench/results/lerobot.md. Not a test: it measures; ``--smoke`` (bench/smoke.py) serves one
+robot from a tiny ACT on a 64x48 camera for a second.
 """
 
 import argparse
@@ -48,6 +49,7 @@ from rclpy.node import Node
 from remote_inference.msg import ActionChunk, InferenceRequest, ObservationFeature
 from remote_inference.srv import Admit, GetCapabilities
 from sensor_msgs.msg import Image, JointState
+import smoke
 import yaml
 
 from remote_inference_py.contract.admission import PROTOCOL_VERSION
@@ -66,11 +68,11 @@ ACT_DEFAULTS = dict(chunk_size=100, n_action_steps=100, dim_model=512, n_heads=8
                     n_vae_encoder_layers=4, latent_dim=32)
 
 
-def make_act(directory):
-    """Save LeRobot's default-size ACT for the SO-101 (random weights) to directory/act."""
+def make_act(directory, settings, image_size=(HEIGHT, WIDTH)):
+    """Save an ACT for the SO-101 (random weights) with ``settings`` to directory/act."""
     import lerobot_checkpoints
     return lerobot_checkpoints.make_checkpoint(pathlib.Path(directory) / 'act', 'act',
-                                               image_shape=(3, HEIGHT, WIDTH), **ACT_DEFAULTS)
+                                               image_shape=(3, *image_size), **settings)
 
 
 def forward_times(folder, batches, passes):
@@ -96,10 +98,11 @@ def forward_times(folder, batches, passes):
 class Robots(Node):
     """Robot sides of several namespaces: observe, request, and request again on each chunk."""
 
-    def __init__(self, namespaces):
+    def __init__(self, namespaces, image_size=(HEIGHT, WIDTH)):
         super().__init__('bench_lerobot_robots')
         self.namespaces = namespaces
-        self.frame = np.random.default_rng(1).integers(0, 256, (HEIGHT, WIDTH, 3),
+        self.height, self.width = image_size
+        self.frame = np.random.default_rng(1).integers(0, 256, (*image_size, 3),
                                                        dtype=np.uint8).tobytes()
         self.pubs, self.clients_, self.sessions, self.sent = {}, {}, {}, {}
         self.results = []            # (robot, queue, pre, inference, post, round trip) [ms]
@@ -122,8 +125,8 @@ class Robots(Node):
         joints = JointState(name=JOINTS, position=[0.1] * 6)
         joints.header.stamp = stamp
         joints_pub.publish(joints)
-        image = Image(height=HEIGHT, width=WIDTH, encoding='rgb8', step=WIDTH * 3,
-                      data=self.frame)
+        image = Image(height=self.height, width=self.width, encoding='rgb8',
+                      step=self.width * 3, data=self.frame)
         image.header.stamp = stamp
         image_pub.publish(image)
         self.request_id += 1
@@ -151,12 +154,13 @@ def call(spinner, client, request):
     return future.result()
 
 
-def serve_robots(folder, count, max_batch, seconds, log_path):
+def serve_robots(folder, count, max_batch, seconds, log_path, warmup_s=3.0,
+                 image_size=(HEIGHT, WIDTH)):
     """Serve ``count`` robots from one server for ``seconds``; return (results, elapsed)."""
     namespaces = [f'/robot{i + 1}' for i in range(count)]
     params = log_path.with_suffix('.yaml')
     params.write_text(yaml.safe_dump({'policy_server': {'ros__parameters': {
-        'checkpoint': str(folder), 'fps': 30.0, 'warmup_iterations': 2,
+        'checkpoint': str(folder), 'fps': 30.0, 'warmup_iterations': 2 if warmup_s else 1,
         'robot_namespaces': namespaces, 'max_clients': count, 'max_batch_size': max_batch,
         'observation_wait_s': 5.0}}}))
     env = dict(os.environ)
@@ -164,7 +168,7 @@ def serve_robots(folder, count, max_batch, seconds, log_path):
     with open(log_path, 'wb') as log:
         server = subprocess.Popen([str(SERVER), '--ros-args', '--params-file', str(params)],
                                   stdout=log, stderr=subprocess.STDOUT, env=env)
-    robots = Robots(namespaces)
+    robots = Robots(namespaces, image_size)
     executor = SingleThreadedExecutor()
     executor.add_node(robots)
     from ros_fixtures import Spinner   # test/ is on sys.path (above)
@@ -194,12 +198,14 @@ def serve_robots(folder, count, max_batch, seconds, log_path):
         robots.running = True
         for ns in namespaces:
             robots.observe_and_request(ns)
-        warm_until = time.monotonic() + 3.0       # the first rounds find the batch forming
+        warm_until = time.monotonic() + warmup_s  # the first rounds find the batch forming
         while time.monotonic() < warm_until:
             executor.spin_once(timeout_sec=0.05)
         robots.results.clear()
         began = time.monotonic()
-        while time.monotonic() < began + seconds:
+        # At least one chunk, however slow the forward pass (a smoke run's window is short).
+        while time.monotonic() < began + seconds or (
+                not robots.results and time.monotonic() < began + 300):
             executor.spin_once(timeout_sec=0.05)
         elapsed = time.monotonic() - began
         results = list(robots.results)
@@ -217,14 +223,27 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--seconds', type=float, default=20.0, help='measured time per case')
     parser.add_argument('--passes', type=int, default=8, help='timed forward passes per batch')
-    options = parser.parse_args(argv)
+    parser.add_argument('--batches', type=int, nargs='+', default=[1, 2, 4],
+                        help='batch sizes of the forward-pass table')
+    parser.add_argument('--cases', type=int, nargs='+', default=list(range(len(CASES))),
+                        help=f'indices into the served cases {CASES} (robots, max batch)')
+    parser.add_argument('--act-size', choices=('default', 'tiny'), default='default',
+                        help="default: LeRobot's ACT as configured by default; tiny: the "
+                        "tests' two-layer ACT on the same camera")
+    parser.add_argument('--warmup-s', type=float, default=3.0,
+                        help='unmeasured serving before each case [s]')
+    parser.add_argument('--image-size', type=int, nargs=2, default=[HEIGHT, WIDTH],
+                        metavar=('HEIGHT', 'WIDTH'), help='the camera frame and model input')
+    options = smoke.parse_args(parser, argv, seconds=1.0, passes=1, batches=[1], cases=[0],
+                               act_size='tiny', warmup_s=0.0, image_size=[48, 64])
     os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(100, 200)))
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     os.environ.setdefault('HF_HUB_OFFLINE', '1')
     p50 = np.percentile
     with tempfile.TemporaryDirectory() as directory:
-        folder = make_act(directory)
-        parameters, times = forward_times(folder, (1, 2, 4), options.passes)
+        folder = make_act(directory, ACT_DEFAULTS if options.act_size == 'default' else {},
+                          options.image_size)
+        parameters, times = forward_times(folder, options.batches, options.passes)
         forward_rows = [f'| {batch} | {p50(ms, 50):.0f} | {min(ms):.0f} | {max(ms):.0f} | '
                         f'{p50(ms, 50) / batch:.0f} |' for batch, ms in times.items()]
         for line in forward_rows:
@@ -232,10 +251,11 @@ def main(argv=None):
         rclpy.init()
         serve_rows = []
         try:
-            for count, max_batch in CASES:
+            for count, max_batch in (CASES[index] for index in options.cases):
                 results, elapsed = serve_robots(
                     folder, count, max_batch, options.seconds,
-                    pathlib.Path(directory) / f'server_{count}_{max_batch}.log')
+                    pathlib.Path(directory) / f'server_{count}_{max_batch}.log',
+                    options.warmup_s, options.image_size)
                 if not results:
                     raise SystemExit(f'bench_lerobot: no chunk with {count} robot(s)')
                 _, queue, pre, inference, post, trip = (np.array(c) for c in zip(*results))
@@ -269,8 +289,7 @@ def main(argv=None):
         'round trip p99 [ms] |\n'
         '|---|---|---|---|---|---|---|---|---|---|---|---|\n' + '\n'.join(serve_rows) + '\n')
     print('\n' + text)
-    (BENCH / 'results').mkdir(exist_ok=True)
-    (BENCH / 'results' / 'lerobot.md').write_text(text)
+    (smoke.results_dir(options) / 'lerobot.md').write_text(text)
 
 
 if __name__ == '__main__':

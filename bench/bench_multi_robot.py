@@ -45,7 +45,8 @@ batch-1 forward pass of models like this one took 50-100 ms with two torch threa
 
 Run: ``./run bench multi_robot`` (or ``python bench/bench_multi_robot.py --seconds 8`` inside
 ``./run shell``). Prints a markdown table and writes bench/results/multi_robot.md and
-bench/results/multi_robot.png.
+bench/results/multi_robot.png; ``--smoke`` (bench/smoke.py):
+one robot with batching on for a second.
 """
 
 import argparse
@@ -59,6 +60,7 @@ import tempfile
 import time
 
 import numpy as np
+import smoke
 
 from remote_inference_py.bringup import param_args
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
@@ -350,7 +352,7 @@ def main(argv=None):
                         help="the server's OMP_NUM_THREADS; 0: torch's default")
     parser.add_argument('--no-write', action='store_true',
                         help='print only; leave bench/results alone')
-    options = parser.parse_args(argv)
+    options = smoke.parse_args(parser, argv, seconds=1.0, counts=[1], batching=['on'])
     os.environ['ROS_DOMAIN_ID'] = os.environ.get('RI_BENCH_DOMAIN_ID',
                                                  str(random.randint(100, 200)))
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
@@ -402,8 +404,7 @@ def main(argv=None):
     text = '\n'.join(table(rows) + [''] + notes)
     print(text)
     if not options.no_write:
-        results = BENCH / 'results'
-        results.mkdir(exist_ok=True)
+        results = smoke.results_dir(options)
         png = plot(rows, results / 'multi_robot.png')
         (results / 'multi_robot.md').write_text(
             '# Multi-robot serving benchmark\n\n'

@@ -29,7 +29,7 @@ Two model inputs: the full 3x480x640 image (conversion and normalization only), 
 (plus a resize), the size a small ACT-style encoder takes. Target: overhead p50 <= 2 ms.
 
 Run: ``./run bench policy_server [--seconds 10]``. Prints a markdown table and writes
-bench/results/policy_server.md.
+bench/results/policy_server.md; ``--smoke`` (bench/smoke.py): the resize case for one second.
 """
 
 import argparse
@@ -49,6 +49,7 @@ from rclpy.node import Node
 from remote_inference.msg import ActionChunk, InferenceRequest, ObservationFeature
 from remote_inference.srv import Admit, GetCapabilities
 from sensor_msgs.msg import Image, JointState
+import smoke
 import torch
 import yaml
 
@@ -63,6 +64,7 @@ ROOT = BENCH.parent
 SERVER = ROOT / 'install' / 'remote_inference' / 'lib' / 'remote_inference' / 'policy_server'
 JOINTS = list(SO101_JOINT_NAMES)
 HEIGHT, WIDTH = 480, 640
+INPUTS = {'full': (HEIGHT, WIDTH), 'resize': (96, 96)}   # model input (height, width)
 
 
 class Policy(torch.nn.Module):
@@ -163,11 +165,11 @@ def wait(executor, predicate, timeout, what):
     raise SystemExit(f'bench_policy_server: timed out waiting for {what}')
 
 
-def run_case(model_path, seconds, log_path):
+def run_case(model_path, seconds, log_path, warmup_iterations=10):
     """Start a server on model_path, drive it for seconds; return the result rows."""
     params = log_path.with_suffix('.yaml')
     params.write_text(yaml.safe_dump({'policy_server': {'ros__parameters': {
-        'checkpoint': str(model_path), 'warmup_iterations': 10}}}))
+        'checkpoint': str(model_path), 'warmup_iterations': warmup_iterations}}}))
     env = dict(os.environ)
     env.pop('_ROS_WHEELS_BOOTSTRAP_COMPLETE', None)
     with open(log_path, 'wb') as log:
@@ -223,17 +225,23 @@ def main(argv=None):
     """Run both cases and write the results."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--seconds', type=float, default=10.0, help='measured time per case')
-    options = parser.parse_args(argv)
+    parser.add_argument('--inputs', nargs='+', choices=list(INPUTS), default=list(INPUTS),
+                        help='model inputs to measure')
+    parser.add_argument('--warmup-iterations', type=int, default=10,
+                        help="the server's warmup_iterations")
+    options = smoke.parse_args(parser, argv, seconds=1.0, inputs=['resize'],
+                               warmup_iterations=1)
     os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(100, 200)))
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     rclpy.init()
     rows = []
     try:
         with tempfile.TemporaryDirectory() as directory:
-            for model_hw in ((HEIGHT, WIDTH), (96, 96)):
+            for model_hw in (INPUTS[name] for name in options.inputs):
                 path = export_policy(directory, model_hw)
                 results = run_case(path, options.seconds,
-                                   pathlib.Path(directory) / f'server_{model_hw[0]}.log')
+                                   pathlib.Path(directory) / f'server_{model_hw[0]}.log',
+                                   options.warmup_iterations)
                 label = f'3x{model_hw[0]}x{model_hw[1]}' + (
                     '' if model_hw == (HEIGHT, WIDTH) else ' (resize)')
                 rows.append(row(label, results))
@@ -249,8 +257,7 @@ def main(argv=None):
             'Overhead = (request received -> chunk published) - forward time = queue + pre + '
             'post.\n\n' + header + '\n' + '\n'.join(rows) + '\n')
     print('\n' + text)
-    (BENCH / 'results').mkdir(exist_ok=True)
-    (BENCH / 'results' / 'policy_server.md').write_text(text)
+    (smoke.results_dir(options) / 'policy_server.md').write_text(text)
 
 
 if __name__ == '__main__':

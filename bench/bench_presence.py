@@ -32,7 +32,8 @@ memory at the start and the end of the run, sampled every 10 s.
 
 Run: ``./run bench presence`` (30 min loaded + 10 min link drops), or inside ``./run shell``
 ``python bench/bench_presence.py --load-minutes 5 --link-minutes 3`` for a shorter soak.
-Prints a markdown table and writes bench/results/presence.md.
+Prints a markdown table and writes bench/results/presence.md. ``--smoke`` (bench/smoke.py):
+three seconds of the load soak, no link soak.
 """
 
 import argparse
@@ -46,6 +47,8 @@ import sys
 import tempfile
 import time
 import uuid
+
+import smoke
 
 from remote_inference_py.contract.admission import PRESENCE_LEASE_S
 
@@ -237,7 +240,7 @@ def main(argv=None):
     parser.add_argument('--leases', type=float, nargs='+', default=[PRESENCE_LEASE_S],
                         help='presence leases to soak, each a run of its own [s]')
     parser.add_argument('--no-write', action='store_true')
-    options = parser.parse_args(argv)
+    options = smoke.parse_args(parser, argv, load_minutes=0.05, link_minutes=0.0)
     os.environ['ROS_DOMAIN_ID'] = os.environ.get('RI_BENCH_DOMAIN_ID',
                                                  str(random.randint(100, 200)))
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
@@ -270,7 +273,7 @@ def main(argv=None):
     text = '\n'.join(table(rows) + [''] + notes)
     print(text)
     if not options.no_write:
-        (BENCH / 'results' / 'presence.md').write_text(
+        (smoke.results_dir(options) / 'presence.md').write_text(
             '# Presence soak (bench/bench_presence.py)\n\n' + text + '\n')
     return 0
 

@@ -30,6 +30,8 @@ A cycle is what the hardware node does per control tick: one SYNC_READ of Presen
 Run from the repository root::
 
     PYTHONPATH=src python bench/bench_servo_bus.py [--cycles 2000] [--seconds 3]
+
+``--smoke`` (bench/smoke.py): 20 cycles and one short CPU run per handler.
 """
 
 import argparse
@@ -38,6 +40,7 @@ import sys
 import time
 
 import scservo_sdk as scs
+import smoke
 
 from remote_inference_py.hardware.feetech import (
     BoundedWaitPortHandler, FeetechBus, FeetechBusConfig)
@@ -139,7 +142,7 @@ def main(argv=None) -> int:
     parser.add_argument('--rate', type=float, default=100.0, help='control rate in Hz')
     parser.add_argument('--latencies', default='0,1,4',
                         help='emulated adapter latencies in ms for the CPU runs')
-    args = parser.parse_args(argv)
+    args = smoke.parse_args(parser, argv, cycles=20, seconds=0.2, latencies='1')
     latencies = [float(item) for item in args.latencies.split(',') if item]
 
     results = {}

@@ -56,7 +56,8 @@ block are discarded (warm-up). Minor page faults are counted per round trip for 
 
 Run: ``./run bench transport`` (or ``python bench/bench_transport.py --rounds 8`` inside
 ``./run shell``). Prints markdown tables and writes bench/results/transport.md and
-bench/results/transport.png.
+bench/results/transport.png. ``--smoke`` (bench/smoke.py): one round of three round trips per
+block for one transport of each kind.
 """
 
 import argparse
@@ -73,6 +74,7 @@ import threading
 import time
 
 import numpy as np
+import smoke
 
 BENCH = pathlib.Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -460,7 +462,9 @@ def main(argv=None):
     parser.add_argument('--warmup', type=int, default=3, help='unmeasured round trips per block')
     parser.add_argument('--only', nargs='+', choices=list(TRANSPORTS), default=list(TRANSPORTS))
     parser.add_argument('--seed', type=int, default=0)
-    options = parser.parse_args(argv)
+    # The smoke run takes one transport of each kind (the others differ in a flag).
+    options = smoke.parse_args(parser, argv, rounds=1, b2b=3, paced=3, warmup=1,
+                               only=['ours', 'grpc', 'zenoh_shm', 'ros_floor'])
     started = time.monotonic()
     started_wall = time.time() - 1.0
     about = machine()
@@ -499,12 +503,11 @@ def main(argv=None):
              for p in pairs}
     text = tables(stats, options, time.monotonic() - started)
     print(text)
-    if set(options.only) != set(TRANSPORTS):
+    if set(options.only) != set(TRANSPORTS) and not options.smoke:
         print('(a subset of the transports: bench/results/transport.md left as it was)',
               file=sys.stderr)
         return
-    results = BENCH / 'results'
-    results.mkdir(exist_ok=True)
+    results = smoke.results_dir(options)
     command = 'python bench/bench_transport.py ' + ' '.join(argv or sys.argv[1:])
     picture = plot(stats, results / 'transport.png')
     (results / 'transport.md').write_text(

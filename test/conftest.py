@@ -43,7 +43,7 @@ from ros_fixtures import dead_segments, NodeProcess, Spinner  # noqa: E402
 #   pure    the cores and codecs: no ROS graph, no subprocess, at most a tiny torch model
 #   tools   no ROS graph, but heavier: models (torch, LeRobot, MuJoCo episodes), rendering,
 #           cameras through OpenCV, the servo bus emulator, the ring stress test, linters
-#   ros     nodes over DDS on this host, one room at a time
+#   ros     nodes over DDS on this host, one room at a time; every benchmark's smoke mode
 #   system  all nodes together, the real ros2 tools, the demo, two hosts, the build
 LEVELS = {
     'pure': """
@@ -62,8 +62,9 @@ LEVELS = {
     policy_models flow_policy
     """,
     'ros': """
-    bringup_graph camera_node endpoints executor_node fixtures flight_nodes hardware_node
-    interfaces lerobot_server_node node_main policy_server_node recording shared_images sim
+    bench_smoke bringup_graph camera_node endpoints executor_node fixtures flight_nodes
+    hardware_node interfaces lerobot_server_node node_main policy_server_node recording
+    shared_images sim
     """,
     'system': """
     build_and_setup camera_system demo evaluation_realtime launch_cli system two_hosts

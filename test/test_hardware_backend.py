@@ -25,10 +25,12 @@ import time
 import numpy as np
 import pytest
 
-from remote_inference_py.hardware.backend import BackendFault, BackendOpenError, check_limits
+from remote_inference_py.hardware import feetech
+from remote_inference_py.hardware.backend import (
+    BackendError, BackendFault, BackendOpenError, check_limits)
 from remote_inference_py.hardware.commands import CommandLimits, CommandRejected
 from remote_inference_py.hardware.feetech_backend import (
-    FeetechBackend, FeetechSettings, load_calibration)
+    backend_error, FeetechBackend, FeetechSettings, load_calibration)
 from remote_inference_py.hardware.runner import HardwareRunner, RunnerSettings, RunnerSink
 from remote_inference_py.hardware.sim import SimConfig
 from remote_inference_py.hardware.sim_backend import SimBackend
@@ -133,6 +135,58 @@ def test_feetech_backend_names_the_port_it_cannot_open():
         backend.open()
     with pytest.raises(BackendFault, match='not open'):
         backend.read(0.0)
+
+
+# Every error class of the driver and the backend error it becomes during operation.
+DRIVER_ERRORS = {
+    feetech.BusFaultError: (BackendFault, ('bus faulted on /dev/x', '/dev/x', 'sync read')),
+    feetech.ServoTimeoutError: (BackendError, ('no reply', '/dev/x', 'sync read', 'a', 5)),
+    feetech.ServoChecksumError: (BackendError, ('bad checksum', '/dev/x', 'sync read')),
+    feetech.ServoPortError: (BackendError, ('port gone', '/dev/x', 'sync write')),
+    feetech.ServoCommError: (BackendError, ('failed', '/dev/x', 'write Lock')),
+    feetech.ServoStatusError: (BackendError, ('overload', {'a': ('overload',)})),
+    feetech.TorqueDisableError: (BackendFault, ('torque not confirmed off', ['a'])),
+    feetech.MotorNotFoundError: (BackendFault, ('no motor 5', '/dev/x', {'a': 5}, {})),
+    feetech.FeetechConnectionError: (BackendFault, ('cannot open /dev/x',)),
+    feetech.FeetechError: (BackendFault, ('bus on port /dev/x is not connected',)),
+}
+
+
+def test_every_driver_error_class_has_its_backend_error_pinned():
+    classes = {value for value in vars(feetech).values()
+               if isinstance(value, type) and issubclass(value, feetech.FeetechError)}
+    assert classes == set(DRIVER_ERRORS)
+
+
+@pytest.mark.parametrize('error_type', list(DRIVER_ERRORS), ids=lambda t: t.__name__)
+def test_each_driver_error_becomes_one_backend_error_with_its_message(error_type):
+    expected, args = DRIVER_ERRORS[error_type]
+    converted = backend_error(error_type(*args))
+    assert type(converted) is expected
+    assert str(converted) == args[0]
+
+
+def test_feetech_backend_maps_a_driver_error_alike_in_read_write_and_torque():
+    with EmulatorProcess() as emulator:
+        backend = FeetechBackend(settings(emulator.port, max_consecutive_failures=100))
+        backend.open()
+        backend.set_torque(True)
+        positions = backend.read(0.0).positions
+        emulator.inject_fault(5, 'no_reply')
+        with pytest.raises(BackendError, match="'wrist_roll'"):
+            backend.read(0.0)
+        with pytest.raises(BackendError, match="'wrist_roll'"):
+            backend.set_torque(True)
+        # Torque off not confirmed: the motor's state is in doubt, the runner must fault.
+        with pytest.raises(BackendFault, match="'wrist_roll'"):
+            backend.set_torque(False)
+        emulator.clear_faults()
+        # A bus that is gone under the backend: the same fault from every operation.
+        backend.bus.disconnect(disable_torque=True)
+        for operation in (lambda: backend.read(0.0), lambda: backend.write(positions),
+                          lambda: backend.set_torque(True), lambda: backend.set_torque(False)):
+            with pytest.raises(BackendFault, match='not connected'):
+                operation()
 
 
 def test_runner_refuses_commands_until_active_then_applies_the_newest():

@@ -67,8 +67,9 @@ import numpy as np
 
 from remote_inference_py.evaluation.expert import CHUNK_LENGTH
 from remote_inference_py.evaluation.learned import (
-    DATASET_FILE, learned_spec_dict, load_dataset, make_keypoint_encoder, MODEL_FILE,
-    MODEL_IMAGE_SIZE, random_shift)
+    batch_images, DATASET_FILE, fit, frames_tensor, learned_spec_dict, load_dataset,
+    make_keypoint_encoder, MODEL_FILE, MODEL_IMAGE_SIZE, start_training, TrainSettings,
+    write_training_record)
 from remote_inference_py.policy_server.manifest import FLOW_MATCHING
 from remote_inference_py.policy_server.sampler import sampler_from_dict, SamplerSettings
 
@@ -157,16 +158,11 @@ def make_flow_model(mean: np.ndarray, std: np.ndarray, chunk_length: int = CHUNK
 
 
 @dataclasses.dataclass(frozen=True)
-class FlowTrainSettings:
-    """Training hyper-parameters."""
+class FlowTrainSettings(TrainSettings):
+    """Training hyper-parameters: the CNN's, fewer epochs, and noise draws per frame."""
 
     epochs: int = 12
-    batch_size: int = 64
     noise_draws: int = 8
-    learning_rate: float = 1e-3
-    shift_px: int = 3
-    seed: int = 0
-    threads: int = 2
 
 
 def train_flow(dataset_path: pathlib.Path, settings: FlowTrainSettings = FlowTrainSettings(),
@@ -182,8 +178,7 @@ def train_flow(dataset_path: pathlib.Path, settings: FlowTrainSettings = FlowTra
     trains, which takes minutes on a CPU where training the encoder takes an hour.
     """
     import torch
-    torch.manual_seed(settings.seed)
-    torch.set_num_threads(settings.threads)
+    start_training(settings)
     frames, states, chunks, image_size = load_dataset(dataset_path, max_samples)
     mean, std = action_statistics(states, chunks)
     if init is not None:
@@ -197,46 +192,26 @@ def train_flow(dataset_path: pathlib.Path, settings: FlowTrainSettings = FlowTra
     cached_points = None
     if encoder_from is not None:
         cached_points = _frozen_keypoints(model, encoder_from, frames)
-    trained = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.Adam(trained, lr=settings.learning_rate)
-    steps_per_epoch = max(1, len(states) // settings.batch_size)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
-        optimizer, T_max=settings.epochs * steps_per_epoch)
-    frames_t = torch.from_numpy(frames).permute(0, 3, 1, 2).contiguous()   # uint8 NCHW
+    frames_t = frames_tensor(frames)
     states_t = torch.from_numpy(states)
     targets_t = (torch.from_numpy(chunks) - model.mean) / model.std
-    generator = torch.Generator().manual_seed(settings.seed)
     draws = max(1, settings.noise_draws)
-    history = []
-    began = time.perf_counter()
-    for epoch in range(settings.epochs):
-        order = torch.randperm(len(states_t), generator=generator)
-        total = 0.0
-        model.train()
-        for step in range(steps_per_epoch):
-            index = order[step * settings.batch_size:(step + 1) * settings.batch_size]
-            if cached_points is not None:
-                points = cached_points[index].repeat_interleave(draws, dim=0)
-            else:
-                images = frames_t[index].float() / 255.0
-                if settings.shift_px:
-                    images = random_shift(images, settings.shift_px, generator)
-                points = model.features(images).repeat_interleave(draws, dim=0)
-            state = states_t[index].repeat_interleave(draws, dim=0)
-            clean = targets_t[index].repeat_interleave(draws, dim=0)
-            t = torch.rand(len(clean), generator=generator)
-            noise = torch.randn(clean.shape, generator=generator)
-            x_t = (1.0 - t)[:, None, None] * noise + t[:, None, None] * clean
-            loss = (model.predict_clean(x_t, t, state, points) - clean).abs().mean()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            total += loss.item()
-        history.append(total / steps_per_epoch)
-        progress(f'epoch {epoch + 1}/{settings.epochs}: loss {history[-1]:.4f} '
-                 f'({time.perf_counter() - began:.0f} s)')
-    model.eval()
+
+    def batch_loss(index, generator):
+        if cached_points is not None:
+            points = cached_points[index].repeat_interleave(draws, dim=0)
+        else:
+            images = batch_images(frames_t, index, settings.shift_px, generator)
+            points = model.features(images).repeat_interleave(draws, dim=0)
+        state = states_t[index].repeat_interleave(draws, dim=0)
+        clean = targets_t[index].repeat_interleave(draws, dim=0)
+        t = torch.rand(len(clean), generator=generator)
+        noise = torch.randn(clean.shape, generator=generator)
+        x_t = (1.0 - t)[:, None, None] * noise + t[:, None, None] * clean
+        return (model.predict_clean(x_t, t, state, points) - clean).abs().mean()
+
+    trained = [p for p in model.parameters() if p.requires_grad]
+    history = fit(model, trained, settings, len(states), batch_loss, progress)
     return model, image_size, (mean, std), history
 
 
@@ -322,10 +297,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         encoder_from=pathlib.Path(args.encoder_from) if args.encoder_from else None)
     seconds = time.perf_counter() - began
     path = export_flow(model, image_size, mean, std, out, sampler)
-    (out / 'training.json').write_text(json.dumps(
-        {'epochs': args.epochs, 'loss': history, 'seconds': seconds,
-         'dataset': str(args.dataset), 'init': args.init, 'encoder_from': args.encoder_from,
-         'learning_rate': args.learning_rate}, indent=1))
+    write_training_record(out, epochs=args.epochs, loss=history, seconds=seconds,
+                          dataset=str(args.dataset), init=args.init,
+                          encoder_from=args.encoder_from, learning_rate=args.learning_rate)
     print(f'trained in {seconds:.0f} s (final loss {history[-1]:.4f}); exported {path} and '
           f'{path.with_suffix(".json")}; evaluate it with: evaluate --policy {path}')
     return 0

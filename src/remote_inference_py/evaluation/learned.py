@@ -26,7 +26,9 @@ A small learned policy for the pick-the-cube task: record, train on CPU, export,
 2. **Train** :func:`make_model`: a compact conv encoder with a spatial soft-argmax (where
    things are in the image: 32 keypoints) plus the joint state, into an MLP that predicts
    the 50-step chunk as offsets from the current joint positions [rad]; L1 loss, random
-   image shifts of +-3 pixels, Adam, on CPU in minutes.
+   image shifts of +-3 pixels, Adam, on CPU in minutes. The loop (:func:`fit`: epochs,
+   shuffled batches, Adam with a cosine schedule, progress lines) is the flow policy's too
+   (:mod:`.flow`); each gives it only the loss of a batch.
 3. **Export** to the policy server's format (:func:`export`): ``model.pt2`` (torch.export)
    and ``model.json`` (the manifest: state [6] and the ``front`` camera as published,
    96x96 rgb8, model input 3x64x64; SI radians, 30 Hz, 50 steps).
@@ -248,38 +250,38 @@ def load_dataset(dataset_path: pathlib.Path, max_samples: Optional[int] = None):
     return frames, states, chunks, tuple(int(v) for v in data['image_size'])
 
 
-def train(dataset_path: pathlib.Path, settings: TrainSettings = TrainSettings(),
-          max_samples: Optional[int] = None, progress=print):
-    """Train the model on a recorded dataset; return (model, image_size, history)."""
+def start_training(settings: TrainSettings) -> None:
+    """Seed torch and set its threads, before the model is made (its initial weights)."""
     import torch
     torch.manual_seed(settings.seed)
     torch.set_num_threads(settings.threads)
-    frames, states, chunks, image_size = load_dataset(dataset_path, max_samples)
-    offsets = chunks - states[:, None, :]
-    delta_scale = offsets.reshape(-1, offsets.shape[-1]).std(axis=0) + 1e-3
-    model = make_model(chunks.shape[1], chunks.shape[2], delta_scale)
-    optimizer = torch.optim.Adam(model.parameters(), lr=settings.learning_rate)
-    steps_per_epoch = max(1, len(states) // settings.batch_size)
+
+
+def fit(model, parameters, settings: TrainSettings, samples: int, batch_loss,
+        progress=print):
+    """
+    Train ``model`` with Adam and a cosine schedule; return the mean loss of every epoch.
+
+    Each epoch shuffles the ``samples`` indices and takes ``samples // batch_size`` batches
+    (at least one); ``batch_loss(index, generator)`` returns the loss of the batch of those
+    indices, drawing any randomness (image shifts, noise) from ``generator``, which is seeded
+    with ``settings.seed``. Only ``parameters`` are optimized. The model is left in eval mode.
+    """
+    import torch
+    optimizer = torch.optim.Adam(parameters, lr=settings.learning_rate)
+    steps_per_epoch = max(1, samples // settings.batch_size)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
         optimizer, T_max=settings.epochs * steps_per_epoch)
-    frames_t = torch.from_numpy(frames).permute(0, 3, 1, 2).contiguous()   # uint8 NCHW
-    states_t = torch.from_numpy(states)
-    targets_t = torch.from_numpy(chunks)
-    scale_t = torch.tensor(delta_scale, dtype=torch.float32)
     generator = torch.Generator().manual_seed(settings.seed)
     history = []
     began = time.perf_counter()
     for epoch in range(settings.epochs):
-        order = torch.randperm(len(states_t), generator=generator)
+        order = torch.randperm(samples, generator=generator)
         total = 0.0
         model.train()
         for step in range(steps_per_epoch):
             index = order[step * settings.batch_size:(step + 1) * settings.batch_size]
-            images = frames_t[index].float() / 255.0
-            if settings.shift_px:
-                images = random_shift(images, settings.shift_px, generator)
-            predicted = model(states_t[index], images)
-            loss = ((predicted - targets_t[index]).abs() / scale_t).mean()
+            loss = batch_loss(index, generator)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -289,7 +291,47 @@ def train(dataset_path: pathlib.Path, settings: TrainSettings = TrainSettings(),
         progress(f'epoch {epoch + 1}/{settings.epochs}: loss {history[-1]:.4f} '
                  f'({time.perf_counter() - began:.0f} s)')
     model.eval()
+    return history
+
+
+def frames_tensor(frames: np.ndarray):
+    """Return recorded frames (N, H, W, 3) uint8 as a uint8 NCHW tensor."""
+    import torch
+    return torch.from_numpy(frames).permute(0, 3, 1, 2).contiguous()
+
+
+def batch_images(frames_t, index, shift_px: int, generator):
+    """Return the frames of ``index`` in [0, 1], shifted by up to ``shift_px`` pixels."""
+    images = frames_t[index].float() / 255.0
+    return random_shift(images, shift_px, generator) if shift_px else images
+
+
+def train(dataset_path: pathlib.Path, settings: TrainSettings = TrainSettings(),
+          max_samples: Optional[int] = None, progress=print):
+    """Train the model on a recorded dataset; return (model, image_size, history)."""
+    import torch
+    start_training(settings)
+    frames, states, chunks, image_size = load_dataset(dataset_path, max_samples)
+    offsets = chunks - states[:, None, :]
+    delta_scale = offsets.reshape(-1, offsets.shape[-1]).std(axis=0) + 1e-3
+    model = make_model(chunks.shape[1], chunks.shape[2], delta_scale)
+    frames_t = frames_tensor(frames)
+    states_t = torch.from_numpy(states)
+    targets_t = torch.from_numpy(chunks)
+    scale_t = torch.tensor(delta_scale, dtype=torch.float32)
+
+    def batch_loss(index, generator):
+        images = batch_images(frames_t, index, settings.shift_px, generator)
+        predicted = model(states_t[index], images)
+        return ((predicted - targets_t[index]).abs() / scale_t).mean()
+
+    history = fit(model, model.parameters(), settings, len(states), batch_loss, progress)
     return model, image_size, history
+
+
+def write_training_record(out_dir: pathlib.Path, **record) -> None:
+    """Write what a training run did (epochs, loss history, seconds, ...) to training.json."""
+    (pathlib.Path(out_dir) / 'training.json').write_text(json.dumps(record, indent=1))
 
 
 def random_shift(images, pad: int, generator):
@@ -342,9 +384,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         began = time.perf_counter()
         model, image_size, history = train(dataset, TrainSettings(epochs=args.epochs))
         path = export(model, image_size, out)
-        (out / 'training.json').write_text(json.dumps(
-            {'epochs': args.epochs, 'loss': history,
-             'seconds': time.perf_counter() - began}, indent=1))
+        write_training_record(out, epochs=args.epochs, loss=history,
+                              seconds=time.perf_counter() - began)
         print(f'trained in {time.perf_counter() - began:.0f} s; exported {path} and '
               f'{path.with_suffix(".json")}; evaluate it with: evaluate --policy {path}')
     return 0

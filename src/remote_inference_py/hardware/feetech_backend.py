@@ -14,9 +14,11 @@
 
 """The Feetech backend: STS servos on one serial bus, through LeRobot's calibration (no ROS).
 
-See :mod:`remote_inference_py.hardware.backend` for what a backend promises.
+See :mod:`remote_inference_py.hardware.backend` for what a backend promises. The driver's
+errors become the backend's in one place, :func:`backend_error`.
 """
 
+import contextlib
 import dataclasses
 import time
 from typing import Dict, Optional, Tuple
@@ -44,6 +46,38 @@ class FeetechSettings:
     max_consecutive_failures: int = 3
     latency_timer_ms: float = 16.0
     configure_servos: bool = True
+
+
+def backend_error(error: FeetechError) -> RuntimeError:
+    """
+    Return the backend error a driver error becomes during operation (read, write, torque).
+
+    - :class:`BusFaultError` (too many failed operations in a row; the bus refuses traffic
+      until reset): :class:`BackendFault`.
+    - any other :class:`ServoCommError` (a timeout, a corrupt reply or a port error that
+      outlived its retries) and :class:`ServoStatusError` (a servo flags overload, overheat,
+      voltage, ...): :class:`BackendError`, the runner holds and tries again next cycle.
+    - :class:`TorqueDisableError` (torque not confirmed off on some motors after the retries)
+      and every other :class:`FeetechError` (the bus is not connected, ...):
+      :class:`BackendFault`; the motors' state is in doubt or the bus is gone, so the runner
+      faults.
+
+    The message is the driver's, which names the port, the operation and the motor.
+    """
+    if isinstance(error, BusFaultError):
+        return BackendFault(str(error))
+    if isinstance(error, (ServoCommError, ServoStatusError)):
+        return BackendError(str(error))
+    return BackendFault(str(error))
+
+
+@contextlib.contextmanager
+def _as_backend_errors():
+    """Raise :func:`backend_error` of a driver error raised in the block."""
+    try:
+        yield
+    except FeetechError as error:
+        raise backend_error(error) from None
 
 
 def load_calibration(settings: FeetechSettings) -> Calibration:
@@ -138,16 +172,11 @@ class FeetechBackend(Backend):
         bus = self._require_bus()
         warning = ''
         before = time.monotonic()
-        try:
-            ticks = bus.read_positions()
-        except ServoStatusError as error:
-            ticks, warning = error.positions, str(error)
-        except BusFaultError as error:
-            raise BackendFault(str(error)) from None
-        except ServoCommError as error:
-            raise BackendError(str(error)) from None
-        except FeetechError as error:
-            raise BackendFault(str(error)) from None
+        with _as_backend_errors():
+            try:
+                ticks = bus.read_positions()
+            except ServoStatusError as error:   # the positions read are valid: a warning
+                ticks, warning = error.positions, str(error)
         stamp = (before + time.monotonic()) / 2
         calibration = self.calibration
         positions = np.array([calibration.ticks_to_radians(name, ticks[name])
@@ -161,31 +190,19 @@ class FeetechBackend(Backend):
         top = bus.table.max_position
         ticks = {name: int(min(top, max(0, calibration.radians_to_ticks(name, value))))
                  for name, value in zip(self.joint_names, target)}
-        try:
+        with _as_backend_errors():
             bus.write_goal_positions(ticks)
-        except BusFaultError as error:
-            raise BackendFault(str(error)) from None
-        except ServoCommError as error:
-            raise BackendError(str(error)) from None
-        except FeetechError as error:
-            raise BackendFault(str(error)) from None
         return np.array([calibration.ticks_to_radians(name, ticks[name])
                          for name in self.joint_names])
 
     def set_torque(self, enabled: bool) -> None:
         """Switch torque on (goal = present position first) or off on every motor."""
         bus = self._require_bus()
-        try:
+        with _as_backend_errors():
             if enabled:
                 bus.enable_torque()
             else:
                 bus.disable_torque()
-        except BusFaultError as error:
-            raise BackendFault(str(error)) from None
-        except ServoStatusError as error:
-            raise BackendError(str(error)) from None
-        except FeetechError as error:
-            raise BackendError(str(error)) from None
 
     @property
     def torque_enabled(self) -> Optional[bool]:
