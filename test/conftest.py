@@ -50,7 +50,7 @@ LEVELS = {
     bringup_plan calibration cdr compressed committed_plan control_table evaluation_paired
     evaluation_stats evaluation_task executor_admission executor_config executor_core
     executor_flight executor_hold executor_properties executor_requests executor_timeline
-    executor_validation flow_sampler hardware_commands image_cdr merge
+    executor_validation flow_sampler hardware_commands image_cdr lerobot_compat merge
     node_configs params policy_admission policy_core policy_flight policy_images
     policy_manifest policy_observation policy_runtimes policy_scheduler readme_python_example
     refill semantics ticker
@@ -58,7 +58,8 @@ LEVELS = {
     'tools': """
     analysis cameras evaluation_cli evaluation_expert evaluation_learned evaluation_simtime
     evaluation_trace
-    feetech_bus frame_ring hardware_backend layout lerobot_runtime lint policy_export
+    feetech_bus frame_ring hardware_backend layout lerobot_newer_folders lerobot_runtime lint
+    policy_export
     policy_models flow_policy
     """,
     'ros': """

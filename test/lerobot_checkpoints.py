@@ -107,6 +107,51 @@ def make_checkpoint(path, policy='act', normalization='MEAN_STD', image_shape=(3
     return path
 
 
+# Diffusion as LeRobot 0.6 trains it by default (configuration_diffusion.py of v0.6.1: horizon
+# 64, n_action_steps 32, one ResNet per camera, BatchNorm instead of GroupNorm), kept tiny.
+DIFFUSION_0_6 = dict(horizon=64, n_action_steps=32, use_separate_rgb_encoder_per_camera=True,
+                     use_group_norm=False)
+IMAGENET_BACKBONE = 'ResNet18_Weights.IMAGENET1K_V1'
+
+
+def insert_after(config, after, key, value):
+    """Return ``config`` with ``key: value`` placed right after ``after`` (dataclass order)."""
+    out = {}
+    for name, item in config.items():
+        out[name] = item
+        if name == after:
+            out[key] = value
+    if key not in out:
+        raise KeyError(f'{after!r} is not in the config')
+    return out
+
+
+def as_lerobot_0_6(folder, target, backbone=IMAGENET_BACKBONE):
+    """
+    Copy a folder saved by LeRobot 0.4.4 to ``target`` rewritten as LeRobot 0.6.1 saves it.
+
+    0.6.1's ``PreTrainedConfig._save_pretrained`` writes ``json.dump(draccus.encode(self,
+    PreTrainedConfig), f, indent=4)``: every field in declaration order, so the new base field
+    ``pretrained_revision`` follows ``pretrained_path`` and diffusion's new
+    ``gradient_checkpointing`` follows ``use_film_scale_modulation``. ``backbone`` is the
+    ImageNet backbone a config trained with 0.6.1's defaults states (ACT's default in every
+    release, diffusion's from 0.6.0; the weights in ``model.safetensors`` replace it).
+    The processor files of ACT and diffusion are written alike by both releases.
+    """
+    import json
+    import shutil
+    target = pathlib.Path(target)
+    shutil.copytree(folder, target)
+    config = json.loads((target / 'config.json').read_text())
+    config = insert_after(config, 'pretrained_path', 'pretrained_revision', None)
+    if config['type'] == 'diffusion':
+        config = insert_after(config, 'use_film_scale_modulation', 'gradient_checkpointing',
+                              False)
+    config['pretrained_backbone_weights'] = backbone
+    (target / 'config.json').write_text(json.dumps(config, indent=4))
+    return target
+
+
 class LeRobotReference:
     """A checkpoint loaded by LeRobot alone, predicting as LeRobot's own tools do."""
 

@@ -129,6 +129,46 @@ def test_a_diffusion_folder_gets_two_observations_from_the_history(processes, ro
     assert np.abs(served - expected).max() < TOLERANCE
 
 
+def test_a_folder_saved_by_lerobot_0_6_over_dds(processes, ros, tmp_path):
+    # Saved by LeRobot 0.4.4, rewritten as LeRobot 0.6.1 writes it; LeRobot 0.4.4 alone would
+    # refuse its config.json. Its twin with a key 0.6.1 never wrote stops the server by name.
+    act = checkpoints.make_checkpoint(tmp_path / 'act', 'act', 'MEAN_STD')
+    newer = checkpoints.as_lerobot_0_6(act, tmp_path / 'act6')
+    unknown = checkpoints.as_lerobot_0_6(act, tmp_path / 'unknown')
+    config = json.loads((unknown / 'config.json').read_text())
+    (unknown / 'config.json').write_text(json.dumps({**config, 'use_flash_attention': True}))
+    refused = NodeProcess.console_script(
+        'policy_server', tmp_path / 'refused', node_name='policy_server',
+        params={'checkpoint': str(unknown), 'fps': 30.0, 'warmup_iterations': 1})
+    node, spinner = ros
+    server = processes.console_script('policy_server', node_name='policy_server', params={
+        'checkpoint': str(newer), 'fps': 30.0, 'warmup_iterations': 1})
+    robot = Robot(ros)
+    server.wait_for_output(READY, 60, spinner)
+    assert 'dropped pretrained_revision' in server.output()
+    caps = robot.capabilities()
+    assert caps.chunk_length == 100 and 'dropped pretrained_revision' in caps.message
+    session = robot.admit(caps).session_id
+    robot.positions = [0.2, -0.3, 0.4, 0.1, -0.2, 0.5]
+    robot.frame = frame(4)
+    robot.wait_connected()
+    spinner.spin_for(0.2)
+    robot.request(session, 1)
+    chunk = robot.answer(1, timeout=20)
+    assert chunk.error == '' and chunk.step_count == 100
+    expected = checkpoints.LeRobotReference(act).chunk(
+        [(to_policy(robot.positions).astype(np.float32), {checkpoints.FRONT: robot.frame})])
+    served = to_policy(np.asarray(chunk.positions).reshape(100, 6))
+    assert np.abs(served - expected).max() < TOLERANCE
+    try:
+        assert refused.wait(60) == 2, refused.output()
+        log = refused.output()
+        assert f"{unknown}/config.json: key 'use_flash_attention' is unknown" in log, log
+        assert 'Traceback' not in log and 'Policy server ready' not in log, log
+    finally:
+        refused.stop()
+
+
 def test_bad_folders_stop_the_server_with_exit_code_2(tmp_path):
     act = checkpoints.make_checkpoint(tmp_path / 'act', 'act')
     tdmpc = tmp_path / 'tdmpc'

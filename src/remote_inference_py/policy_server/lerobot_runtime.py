@@ -64,6 +64,7 @@ generator before every forward pass: a diffusion policy then answers the same ob
 the same chunk (reproducible runs, and tests comparing against LeRobot's own prediction).
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -74,6 +75,8 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from remote_inference_py.policy_server.lerobot_folder import (
+    check_weights, map_folder, staged_folder)
 from remote_inference_py.policy_server.manifest import load_manifest, spec_from_dict
 from remote_inference_py.policy_server.runtimes import (
     model_output_to_numpy, PolicyRuntime, resolve_device, RuntimeLoadError, RuntimeOptions)
@@ -229,17 +232,22 @@ def load_policy(checkpoint: str, device):
     import_lerobot()
     from lerobot.configs.policies import PreTrainedConfig
     from lerobot.policies.factory import get_policy_class, make_pre_post_processors
-    config = PreTrainedConfig.from_pretrained(checkpoint)
-    config.device = str(device)            # a GPU-trained config says cuda
-    if getattr(config, 'temporal_ensemble_coeff', None) is not None:
-        raise RuntimeLoadError(f'checkpoint {checkpoint!r}: ACT with temporal ensembling '
-                               'cannot serve chunks; set temporal_ensemble_coeff to null')
-    policy = get_policy_class(config.type).from_pretrained(checkpoint, config=config)
-    policy.to(device)
-    policy.eval()
-    preprocessor, postprocessor = make_pre_post_processors(
-        policy.config, pretrained_path=checkpoint,
-        preprocessor_overrides={'device_processor': {'device': str(device)}})
+    local = pathlib.Path(checkpoint).is_dir()
+    # A folder saved by LeRobot 0.5 / 0.6 is read through its mapped copy (lerobot_folder.py).
+    with staged_folder(checkpoint) if local else contextlib.nullcontext(checkpoint) as folder:
+        config = PreTrainedConfig.from_pretrained(folder)
+        config.device = str(device)            # a GPU-trained config says cuda
+        if getattr(config, 'temporal_ensemble_coeff', None) is not None:
+            raise RuntimeLoadError(f'checkpoint {checkpoint!r}: ACT with temporal ensembling '
+                                   'cannot serve chunks; set temporal_ensemble_coeff to null')
+        policy = get_policy_class(config.type).from_pretrained(folder, config=config)
+        if local:
+            check_weights(policy, checkpoint)  # LeRobot loads with strict=False
+        policy.to(device)
+        policy.eval()
+        preprocessor, postprocessor = make_pre_post_processors(
+            policy.config, pretrained_path=folder,
+            preprocessor_overrides={'device_processor': {'device': str(device)}})
     return policy, preprocessor, postprocessor, policy.config
 
 
@@ -374,7 +382,10 @@ class LeRobotRuntime(PolicyRuntime):
         else:
             spec = spec_from_lerobot_config(config.input_features, action_dim, chunk, options,
                                             str(config.type), history, batch)
-        return cls(spec, policy, pre, post, device, options.checkpoint, seed)
+        source = options.checkpoint
+        if pathlib.Path(source).is_dir():
+            source += map_folder(source).note()      # what was mapped, for the start-up line
+        return cls(spec, policy, pre, post, device, source, seed)
 
     def _tensor(self, name: str, value: np.ndarray):
         """Move one input to the policy's device (through pinned memory on CUDA)."""
