@@ -58,11 +58,12 @@ LEVELS = {
     analysis cameras evaluation_cli evaluation_expert evaluation_learned evaluation_simtime
     evaluation_trace
     feetech_bus frame_ring hardware_backend layout lerobot_runtime lint policy_export
-    policy_models flow_policy
+    policy_models flow_policy lerobot_smolvla
     """,
     'ros': """
     bringup_graph camera_node endpoints executor_node fixtures flight_nodes hardware_node
-    interfaces lerobot_server_node node_main policy_server_node recording shared_images sim
+    interfaces lerobot_server_node lerobot_smolvla_node node_main policy_server_node recording
+    shared_images sim
     """,
     'system': """
     build_and_setup camera_system demo evaluation_realtime launch_cli system two_hosts
