@@ -26,7 +26,8 @@ SmolVLM image and video processors, saved with ``save_pretrained``; ``size='tiny
 (LeRobot's default backbone; the benchmark). :class:`LeRobotReference` is LeRobot's own
 inference path for one observation (``prepare_observation_for_inference`` -> preprocessor ->
 ``predict_action_chunk`` -> postprocessor; diffusion's observation queue filled by
-``select_action``, as in ``lerobot-record``), in the policy's units. Used by the tests and by bench/bench_lerobot.py.
+``select_action``, as in ``lerobot-record``), in the policy's units. Used by the tests and by
+bench/bench_lerobot.py.
 """
 
 import os
