@@ -27,12 +27,23 @@ from that observation, and asks again as soon as the chunk arrives. Server overh
 forward pass = the chunk's preprocessing + postprocessing; queue wait is shown apart.
 Throughput = chunks received per second over all robots.
 
-Run: ``./run bench lerobot [--seconds 20]``. Prints markdown tables and writes
-bench/results/lerobot.md. Not a test: it measures; ``--smoke`` (bench/smoke.py) serves one
-robot from a tiny ACT on a 64x48 camera for a second.
+SmolVLA beside ACT (``--models``, or ``--models-only`` to skip the served part): each model is
+built offline at its real size with random weights (SmolVLA: LeRobot's default config on the
+published sizes of its default backbone HuggingFaceTB/SmolVLM2-500M-Video-Instruct, built by
+test/lerobot_checkpoints.py without the Hub), with one and with two 3x480x640 cameras, then
+loaded by the ``lerobot`` runtime in a fresh process that reports the load time, its resident
+memory (RSS) after loading and at its peak, and the forward pass (preprocessor +
+predict_action_chunk + postprocessor, one torch thread). ``--smoke`` (bench/smoke.py) does the
+same with tiny models and serves one robot from a tiny ACT on a 64x48 camera for a second (a
+test runs it), writing nothing to bench/results.
+
+Run: ``./run bench lerobot [--seconds 20] [--models | --models-only] [--smoke]``. Prints
+markdown tables and writes bench/results/lerobot.md (served ACT) and
+bench/results/lerobot_models.md (SmolVLA beside ACT). Not a test: it measures.
 """
 
 import argparse
+import json
 import os
 import pathlib
 import platform
@@ -73,6 +84,82 @@ def make_act(directory, settings, image_size=(HEIGHT, WIDTH)):
     import lerobot_checkpoints
     return lerobot_checkpoints.make_checkpoint(pathlib.Path(directory) / 'act', 'act',
                                                image_shape=(3, *image_size), **settings)
+
+
+SMOLVLA_CAMERAS = ('front', 'wrist')
+
+
+def make_model(directory, kind, cameras, smoke):
+    """Save ACT or SmolVLA (real size, or tiny when ``smoke``) with ``cameras`` 480x640 views."""
+    import lerobot_checkpoints
+    names = SMOLVLA_CAMERAS[:cameras]
+    path = pathlib.Path(directory) / f'{kind}_{cameras}'
+    shape = (3, 64, 96) if smoke else (3, HEIGHT, WIDTH)
+    if kind == 'act':
+        return lerobot_checkpoints.make_checkpoint(path, 'act', image_shape=shape, cameras=names,
+                                                   **({} if smoke else ACT_DEFAULTS))
+    return lerobot_checkpoints.make_checkpoint(
+        path, 'smolvla', image_shape=shape, cameras=names,
+        backbone_size='tiny' if smoke else 'published')
+
+
+def measure(folder, passes):
+    """In a fresh process: load the runtime, time it, read RSS, time forward passes."""
+    import torch
+    from remote_inference_py.policy_server.loading import load_runtime
+    from remote_inference_py.policy_server.runtimes import RuntimeOptions, zero_inputs
+    torch.set_num_threads(1)
+    began = time.perf_counter()
+    runtime = load_runtime(RuntimeOptions(checkpoint=str(folder), fps=30.0))
+    load_s = time.perf_counter() - began
+    rss_loaded = resident_mb('VmRSS')
+    inputs = zero_inputs(runtime.spec, 1)
+    runtime.infer(inputs, ['pick up the cube'])               # warm-up
+    times = []
+    for _ in range(passes):
+        began = time.perf_counter()
+        runtime.infer(inputs, ['pick up the cube'])
+        times.append((time.perf_counter() - began) * 1e3)
+    return {'load_s': load_s, 'rss_mb': rss_loaded, 'peak_mb': resident_mb('VmHWM'),
+            'parameters': sum(p.numel() for p in runtime.policy.parameters()),
+            'chunk': runtime.spec.chunk_length, 'ms': times}
+
+
+def resident_mb(field):
+    """Return this process's VmRSS or VmHWM [MB] from /proc (0 where there is none)."""
+    try:
+        for line in pathlib.Path('/proc/self/status').read_text().splitlines():
+            if line.startswith(field + ':'):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+def model_rows(directory, passes, smoke):
+    """Build each model and measure it in a child process; return markdown rows."""
+    rows = []
+    env = dict(os.environ)
+    env.pop('_ROS_WHEELS_BOOTSTRAP_COMPLETE', None)
+    for kind in ('act', 'smolvla'):
+        for cameras in (1, 2):
+            began = time.perf_counter()
+            folder = make_model(directory, kind, cameras, smoke)
+            built = time.perf_counter() - began
+            child = subprocess.run(
+                [sys.executable, __file__, '--measure', str(folder), '--passes', str(passes)],
+                capture_output=True, text=True, env=env)
+            lines = [line for line in child.stdout.splitlines() if line.startswith('{')]
+            if child.returncode != 0 or not lines:
+                raise SystemExit(f'bench_lerobot: measuring {kind} failed:\n{child.stderr}')
+            result = json.loads(lines[-1])
+            ms = result['ms']
+            rows.append(f'| {kind} | {cameras} | {result["parameters"] / 1e6:.1f} | '
+                        f'{result["chunk"]} | {built:.0f} | {result["load_s"]:.1f} | '
+                        f'{result["rss_mb"]:.0f} | {result["peak_mb"]:.0f} | '
+                        f'{np.percentile(ms, 50):.0f} | {min(ms):.0f} | {max(ms):.0f} |')
+            print(rows[-1], flush=True)
+    return rows
 
 
 def forward_times(folder, batches, passes):
@@ -234,11 +321,26 @@ def main(argv=None):
                         help='unmeasured serving before each case [s]')
     parser.add_argument('--image-size', type=int, nargs=2, default=[HEIGHT, WIDTH],
                         metavar=('HEIGHT', 'WIDTH'), help='the camera frame and model input')
+    parser.add_argument('--models', action='store_true',
+                        help='also measure SmolVLA beside ACT (load, memory, forward pass)')
+    parser.add_argument('--models-only', action='store_true',
+                        help='measure SmolVLA beside ACT only (no serving over DDS)')
+    parser.add_argument('--measure', default='', help=argparse.SUPPRESS)   # the child process
     options = smoke.parse_args(parser, argv, seconds=1.0, passes=1, batches=[1], cases=[0],
                                act_size='tiny', warmup_s=0.0, image_size=[48, 64])
     os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(100, 200)))
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     os.environ.setdefault('HF_HUB_OFFLINE', '1')
+    if options.measure:
+        print(json.dumps(measure(options.measure, options.passes)), flush=True)
+        return
+    if options.smoke or options.models or options.models_only:
+        passes = 2 if options.smoke else options.passes
+        with tempfile.TemporaryDirectory() as directory:
+            rows = model_rows(directory, passes, options.smoke)
+        write_models(rows, passes, options.smoke)
+        if options.models_only:
+            return
     p50 = np.percentile
     with tempfile.TemporaryDirectory() as directory:
         folder = make_act(directory, ACT_DEFAULTS if options.act_size == 'default' else {},
@@ -290,6 +392,30 @@ def main(argv=None):
         '|---|---|---|---|---|---|---|---|---|---|---|---|\n' + '\n'.join(serve_rows) + '\n')
     print('\n' + text)
     (smoke.results_dir(options) / 'lerobot.md').write_text(text)
+
+
+def write_models(rows, passes, smoke):
+    """Print the SmolVLA-beside-ACT table; write bench/results/lerobot_models.md unless smoke."""
+    import torch
+    load = ', '.join(f'{v:.1f}' for v in os.getloadavg())
+    sizes = ('tiny models (smoke run)' if smoke else
+             "ACT at its default size (ResNet-18, dim_model 512); SmolVLA with LeRobot 0.4.4's "
+             "defaults (16 of the backbone's 32 text layers, expert width 0.75, chunk 50, 10 "
+             'flow steps, images padded to 512x512) on the published sizes of '
+             'SmolVLM2-500M-Video-Instruct')
+    text = (
+        f'# SmolVLA beside ACT on CPU\n\n{time.strftime("%Y-%m-%d %H:%M")}, {platform.node()}, '
+        f'{os.cpu_count()} cores, load average {load} (1/5/15 min, the machine shared), torch '
+        f'{torch.__version__}, lerobot 0.4.4; {sizes}; random weights, built offline; cameras '
+        f'{"3x64x96" if smoke else "3x480x640"}; one torch thread; {passes} timed passes after '
+        'one warm-up; load = the lerobot runtime in a fresh process, imports included.\n\n'
+        '| policy | cameras | parameters [M] | chunk | build [s] | load [s] | RSS loaded [MB] '
+        '| RSS peak [MB] | forward p50 [ms] | min [ms] | max [ms] |\n'
+        '|---|---|---|---|---|---|---|---|---|---|---|\n' + '\n'.join(rows) + '\n')
+    print('\n' + text)
+    if not smoke:
+        (BENCH / 'results').mkdir(exist_ok=True)
+        (BENCH / 'results' / 'lerobot_models.md').write_text(text)
 
 
 if __name__ == '__main__':

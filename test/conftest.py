@@ -58,13 +58,11 @@ LEVELS = {
     'tools': """
     analysis cameras evaluation_cli evaluation_expert evaluation_learned evaluation_simtime
     evaluation_trace
-    feetech_bus frame_ring hardware_backend layout lerobot_newer_folders lerobot_runtime lint
-    policy_export
-    policy_models flow_policy
-    """,
-    'ros': """
-    bench_smoke bringup_graph camera_node endpoints executor_node fixtures flight_nodes
-    hardware_node interfaces lerobot_server_node node_main policy_server_node recording
+    """ """, 'ros': bench_smoke bringup_graph camera_node endpoints executor_node feetech_bus
+    fixtures flight_nodes flow_policy frame_ring hardware_backend hardware_node interfaces
+    layout lerobot_newer_folders lerobot_runtime lerobot_server_node lerobot_smolvla
+    lerobot_smolvla_node lint node_main policy_export policy_models policy_server_node
+    recording
     shared_images sim
     """,
     'system': """

@@ -15,13 +15,19 @@
 """
 LeRobot checkpoints made by LeRobot itself, and LeRobot's own prediction for an observation.
 
-:func:`make_checkpoint` builds an ACT or diffusion policy with LeRobot's classes and random
-weights (no pretrained backbone, nothing from the Hub), and saves it the way ``lerobot-train``
-does: ``save_pretrained`` of the policy and of the processors ``make_pre_post_processors``
-makes from dataset statistics. :func:`lerobot_chunk` is LeRobot's own inference path for one
-observation (``prepare_observation_for_inference`` -> preprocessor -> ``predict_action_chunk``
--> postprocessor; diffusion's observation queue filled by ``select_action``, as in
-``lerobot-record``), in the policy's units. Used by the tests and by bench/bench_lerobot.py.
+:func:`make_checkpoint` builds an ACT, diffusion or SmolVLA policy with LeRobot's classes and
+random weights (no pretrained backbone, nothing from the Hub), and saves it the way
+``lerobot-train`` does: ``save_pretrained`` of the policy and of the processors
+``make_pre_post_processors`` makes from dataset statistics. SmolVLA's vision-language backbone
+(``vlm_model_name``) is a folder :func:`make_smolvlm_backbone` writes first, offline: a SmolVLM
+config, a byte-level BPE tokenizer trained on the spot with the ``tokenizers`` library and the
+SmolVLM image and video processors, saved with ``save_pretrained``; ``size='tiny'`` for tests
+(seconds), ``size='published'`` for the sizes of HuggingFaceTB/SmolVLM2-500M-Video-Instruct
+(LeRobot's default backbone; the benchmark). :class:`LeRobotReference` is LeRobot's own
+inference path for one observation (``prepare_observation_for_inference`` -> preprocessor ->
+``predict_action_chunk`` -> postprocessor; diffusion's observation queue filled by
+``select_action``, as in ``lerobot-record``), in the policy's units. Used by the tests and by
+bench/bench_lerobot.py.
 """
 
 import os
@@ -94,8 +100,20 @@ def make_checkpoint(path, policy='act', normalization='MEAN_STD', image_shape=(3
                         crop_shape=None)
         settings.update(overrides)
         config = DiffusionConfig(**common, **settings)
+    elif policy == 'smolvla':
+        from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
+        size = overrides.pop('backbone_size', 'tiny')
+        backbone = overrides.pop('vlm_model_name', None) or make_smolvlm_backbone(
+            pathlib.Path(path).parent / f'{pathlib.Path(path).name}_backbone', size)
+        settings = dict(TINY_SMOLVLA if size == 'tiny' else {})
+        settings.update(overrides)
+        common.pop('pretrained_backbone_weights')
+        common['normalization_mapping'] = {'VISUAL': NormalizationMode.IDENTITY,
+                                           'STATE': mode, 'ACTION': mode}
+        config = SmolVLAConfig(**common, vlm_model_name=str(backbone), load_vlm_weights=False,
+                               **settings)
     else:
-        raise ValueError(f'policy {policy!r}: act or diffusion')
+        raise ValueError(f'policy {policy!r}: act, diffusion or smolvla')
     torch.manual_seed(seed)
     model = get_policy_class(config.type)(config)
     model.eval()
@@ -152,6 +170,84 @@ def as_lerobot_0_6(folder, target, backbone=IMAGENET_BACKBONE):
     return target
 
 
+# A SmolVLM backbone small enough to build and load in about a second: 2 text layers of width
+# 64 (head_dim 16), a one-layer vision tower on 32x32 images in 8x8 patches, pixel shuffle 2.
+TINY_IMAGE = 32
+TINY_TEXT = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                 max_position_embeddings=512)
+TINY_VISION = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                   num_attention_heads=2, image_size=TINY_IMAGE, patch_size=8)
+TINY_SMOLVLA = dict(chunk_size=20, n_action_steps=20, num_vlm_layers=2, num_steps=10,
+                    resize_imgs_with_padding=(TINY_IMAGE, TINY_IMAGE), max_state_dim=8,
+                    max_action_dim=8, tokenizer_max_length=16)
+# The published sizes of HuggingFaceTB/SmolVLM2-500M-Video-Instruct's config.json (the vision
+# tower's intermediate_size and num_hidden_layers are not written there: transformers'
+# SmolVLMVisionConfig defaults, 3072 and 12, apply).
+PUBLISHED_TEXT = dict(hidden_size=960, intermediate_size=2560, num_hidden_layers=32,
+                      num_attention_heads=15, num_key_value_heads=5, head_dim=64,
+                      max_position_embeddings=8192, vocab_size=49280)
+PUBLISHED_VISION = dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
+                        num_attention_heads=12, image_size=512, patch_size=16)
+SPECIAL_TOKENS = ('<|endoftext|>', '<|im_start|>', '<|im_end|>', '<global-img>',
+                  '<fake_token_around_image>', '<image>', '<end_of_utterance>')
+CORPUS = ('pick up the red cube and put it in the bowl', 'push the green block to the left',
+          'open the top drawer', 'stack the small blocks', 'place the cup on the plate')
+
+
+def make_smolvlm_backbone(path, size='tiny'):
+    """
+    Write a SmolVLM backbone folder (config, tokenizer, processors; no weights) to ``path``.
+
+    What SmolVLA reads from ``vlm_model_name``: ``AutoConfig`` (the architecture it builds with
+    random weights when ``load_vlm_weights`` is false), ``AutoProcessor`` (its tokenizer's
+    ``fake_image_token_id`` / ``global_image_token_id``) and, in its preprocessor,
+    ``AutoTokenizer``. The tokenizer is a byte-level BPE trained here on a few task sentences,
+    with SmolVLM's special tokens.
+    """
+    from tokenizers import decoders, models, pre_tokenizers, Tokenizer, trainers
+    from transformers import PreTrainedTokenizerFast, SmolVLMConfig, SmolVLMProcessor
+    from transformers.models.smolvlm.image_processing_smolvlm import SmolVLMImageProcessor
+    from transformers.models.smolvlm.video_processing_smolvlm import SmolVLMVideoProcessor
+    if size not in ('tiny', 'published'):
+        raise ValueError(f'size {size!r}: tiny or published')
+    text = dict(TINY_TEXT if size == 'tiny' else PUBLISHED_TEXT)
+    vision = dict(TINY_VISION if size == 'tiny' else PUBLISHED_VISION)
+    scale = 2 if size == 'tiny' else 4
+    tokenizer = Tokenizer(models.BPE(unk_token=SPECIAL_TOKENS[0]))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.train_from_iterator(CORPUS, trainers.BpeTrainer(
+        vocab_size=400, special_tokens=list(SPECIAL_TOKENS), show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token='<|im_start|>', eos_token='<end_of_utterance>',
+        pad_token='<|im_end|>', unk_token='<|endoftext|>',
+        additional_special_tokens=['<fake_token_around_image>', '<image>', '<end_of_utterance>'],
+        extra_special_tokens={'fake_image_token': '<fake_token_around_image>',
+                              'image_token': '<image>', 'global_image_token': '<global-img>',
+                              'end_of_utterance_token': '<end_of_utterance>'})
+    image = vision['image_size']
+    edge = {'longest_edge': image}
+    processor = SmolVLMProcessor(
+        SmolVLMImageProcessor(size={'longest_edge': 4 * image}, max_image_size=edge,
+                              image_mean=[0.5] * 3, image_std=[0.5] * 3),
+        fast,
+        SmolVLMVideoProcessor(size=edge, max_image_size=edge, video_sampling={
+            'fps': 1, 'max_frames': 8, 'video_size': edge}),
+        image_seq_len=(image // vision['patch_size']) ** 2 // scale ** 2)
+    text.setdefault('vocab_size', len(fast))
+    config = SmolVLMConfig(
+        image_token_id=fast.convert_tokens_to_ids('<image>'), scale_factor=scale,
+        text_config=dict(model_type='llama', rope_theta=100000, rms_norm_eps=1e-5,
+                         pad_token_id=fast.pad_token_id, **text),
+        vision_config=vision)
+    path = pathlib.Path(path)
+    processor.save_pretrained(path)
+    config.save_pretrained(path)
+    return path
+
+
 class LeRobotReference:
     """A checkpoint loaded by LeRobot alone, predicting as LeRobot's own tools do."""
 
@@ -166,20 +262,21 @@ class LeRobotReference:
         self.pre, self.post = make_pre_post_processors(self.policy.config,
                                                        pretrained_path=str(path))
 
-    def _prepared(self, state, frames):
+    def _prepared(self, state, frames, task='pick'):
         import torch
         from lerobot.policies.utils import prepare_observation_for_inference
         observation = {STATE: np.asarray(state, np.float32)}
         observation.update({key: np.asarray(frame) for key, frame in frames.items()})
         return self.pre(prepare_observation_for_inference(observation, torch.device('cpu'),
-                                                          task='pick'))
+                                                          task=task))
 
-    def chunk(self, observations, seed=None):
+    def chunk(self, observations, seed=None, task='pick'):
         """
         Return LeRobot's chunk ``[steps, actions]`` for the last of ``observations``.
 
         ``observations`` are ``(state, {image key: HxWx3 uint8})``, oldest first, in the
-        policy's units; so is the chunk.
+        policy's units; so is the chunk. ``task`` is the language instruction (SmolVLA reads
+        it; ACT and diffusion ignore it).
 
         Earlier observations go through ``select_action`` (which fills diffusion's observation
         queue, as in a LeRobot control loop); ``seed`` reseeds torch just before the prediction.
@@ -188,8 +285,8 @@ class LeRobotReference:
         self.policy.reset()
         with torch.no_grad():
             for state, frames in observations[:-1]:
-                self.policy.select_action(self._prepared(state, frames))
-            batch = self._prepared(*observations[-1])
+                self.policy.select_action(self._prepared(state, frames, task))
+            batch = self._prepared(*observations[-1], task)
             if self.policy.config.type == 'diffusion':
                 self.policy.select_action(dict(batch))   # queues the last observation too
                 batch = dict(batch)                      # and stacks the cameras as it does

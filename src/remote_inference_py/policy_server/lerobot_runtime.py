@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-LeRobot pretrained checkpoints (ACT, diffusion; SmolVLA, pi0, pi0.5 untested) through ``lerobot``.
+LeRobot pretrained checkpoints (ACT, diffusion, SmolVLA; pi0, pi0.5 untested) through ``lerobot``.
 
 A checkpoint is the folder ``lerobot-train`` writes (``.../checkpoints/last/pretrained_model``):
 ``config.json``, ``model.safetensors`` and the processors LeRobot 0.4 saves beside them
@@ -47,6 +47,25 @@ What is served (see :func:`chunk_steps`, :func:`spec_from_lerobot_config`):
   (``generate_actions``): ``predict_action_chunk`` would read the queues only ``select_action``
   fills, and a server shared by several robots cannot keep per-policy queues.
 - ACT must run with temporal ensembling disabled (the executor's ``ensemble`` merge does that).
+- SmolVLA: ``chunk_size`` steps; the request's task text goes through its tokenizer (the
+  preprocessor appends the newline SmolVLA was trained with). Its vision-language backbone is
+  named by ``vlm_model_name`` in config.json (and ``tokenizer_name`` in the preprocessor): a
+  local folder, or a Hub id read from the Hugging Face cache. :func:`check_backbone` checks it
+  before lerobot loads anything: a missing folder, one without a readable ``config.json``,
+  tokenizer or image processor, or (with ``HF_HUB_OFFLINE=1``) a Hub id that is not cached is a
+  :class:`~.runtimes.RuntimeLoadError` naming it, never a download or a hang. One robot per
+  forward pass (``max_batch_size`` 1): LeRobot's real-time chunking takes one inference delay
+  per pass.
+
+Real-time chunking (SmolVLA). The runtime declares ``supports_prefix`` and serves the ``rtc``
+merge with LeRobot's own guidance (``lerobot.policies.rtc``, enabled through the policy's
+``rtc_config``): each request's committed plan becomes ``prev_chunk_left_over`` (normalized by
+the checkpoint's own action normalizer, as LeRobot keeps the unexecuted part of its previous
+chunk), its frozen rows the ``inference_delay``, and the server's ``rtc_execution_horizon``
+(default: the checkpoint's ``rtc_config``, else LeRobot's 10), ``rtc_prefix_schedule`` and
+``rtc_max_guidance_weight`` LeRobot's ``execution_horizon``, ``prefix_attention_schedule`` and
+``max_guidance_weight``; ``flow_steps`` overrides ``num_steps``. A request without a plan is
+sampled exactly as LeRobot's plain ``predict_action_chunk`` does.
 
 LeRobot's config does not record joint names, the action rate or the resolution the cameras
 publish. Without a manifest they default to the SO-101: state and action names
@@ -79,7 +98,8 @@ from remote_inference_py.policy_server.lerobot_folder import (
     check_weights, map_folder, staged_folder)
 from remote_inference_py.policy_server.manifest import load_manifest, spec_from_dict
 from remote_inference_py.policy_server.runtimes import (
-    model_output_to_numpy, PolicyRuntime, resolve_device, RuntimeLoadError, RuntimeOptions)
+    model_output_to_numpy, PolicyRuntime, Prefix, resolve_device, RuntimeLoadError,
+    RuntimeOptions)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 TESTED_VERSION = '0.4.4'
@@ -91,10 +111,14 @@ INSTALL_HINT = ('install it on the server without its declared dependencies, whi
 DEFAULT_SEMANTICS = 'so101-degrees-gripper-percent-v1'
 SEED_VARIABLE = 'REMOTE_INFERENCE_POLICY_SEED'
 # Policy types whose predict_action_chunk returns a chunk this runtime serves.
-TESTED_TYPES = ('act', 'diffusion')
-UNTESTED_TYPES = ('smolvla', 'pi0', 'pi05')
+TESTED_TYPES = ('act', 'diffusion', 'smolvla')
+UNTESTED_TYPES = ('pi0', 'pi05')
+BATCHED_TYPES = ('act', 'diffusion')  # take any batch; the server caps it at MAX_BATCH_SIZE
+RTC_TYPES = ('smolvla',)             # LeRobot's own real-time chunking (rtc_config)
+BACKBONE_FILES = ('config.json', 'tokenizer_config.json', 'preprocessor_config.json')
+HUB_ID = re.compile(r'^[A-Za-z0-9][\w.-]*/[\w.-]+$')
 PROCESSOR_FILES = ('policy_preprocessor.json', 'policy_postprocessor.json')
-MAX_BATCH_SIZE = 8              # ACT and diffusion take any batch; the server caps it
+MAX_BATCH_SIZE = 8
 _TORCHVISION_SCHEMAS = (
     'nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor',
     'qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor',
@@ -215,7 +239,70 @@ def read_config(checkpoint: str) -> Dict[str, Any]:
                                'ensembling cannot serve chunks; set temporal_ensemble_coeff to '
                                "null in config.json (the executor's ensemble merge does the "
                                'ensembling)')
+    if kind == 'smolvla':
+        check_backbone(checkpoint, config)
     return config
+
+
+def hub_offline() -> bool:
+    """Return True when HF_HUB_OFFLINE asks the Hugging Face libraries not to use the network."""
+    return os.environ.get('HF_HUB_OFFLINE', '').strip().lower() in ('1', 'on', 'yes', 'true')
+
+
+def backbone_names(checkpoint: str, config: Mapping[str, Any]) -> Dict[str, str]:
+    """Return {where it is named: name} of a SmolVLA checkpoint's backbone and tokenizer."""
+    names = {'vlm_model_name in config.json': str(config.get('vlm_model_name') or '')}
+    try:
+        steps = json.loads((pathlib.Path(checkpoint) / PROCESSOR_FILES[0]).read_text())['steps']
+        for step in steps:
+            tokenizer = (step.get('config') or {}).get('tokenizer_name')
+            if tokenizer:
+                names[f'tokenizer_name in {PROCESSOR_FILES[0]}'] = str(tokenizer)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass                      # lerobot names a malformed processor file when it loads it
+    return names
+
+
+def check_backbone(checkpoint: str, config: Mapping[str, Any]) -> None:
+    """
+    Raise RuntimeLoadError unless SmolVLA's backbone (and tokenizer) can be read offline.
+
+    A name that is an existing path, or looks like one (absolute, ``./``, ``~``), must be a
+    folder holding a readable SmolVLM ``config.json``, ``tokenizer_config.json`` and
+    ``preprocessor_config.json``. Any other name is a Hub id: with ``HF_HUB_OFFLINE=1`` its
+    files must be in the Hugging Face cache (otherwise transformers would raise deep inside
+    lerobot); without it, transformers may download it.
+    """
+    for where, name in backbone_names(checkpoint, config).items():
+        what = f'LeRobot checkpoint {checkpoint!r}: the SmolVLM backbone {name!r} ({where})'
+        if not name:
+            raise RuntimeLoadError(f'LeRobot checkpoint {checkpoint!r}: {where} is empty')
+        path = pathlib.Path(name).expanduser()
+        if path.exists() or name.startswith(('/', './', '../', '~')) or not HUB_ID.match(name):
+            if not path.is_dir():
+                raise RuntimeLoadError(f'{what} is not a folder (SmolVLA reads its config, '
+                                       'tokenizer and image processor from there)')
+            for file in BACKBONE_FILES:
+                try:
+                    data = json.loads((path / file).read_text())
+                except FileNotFoundError:
+                    raise RuntimeLoadError(f'{what} has no {file}') from None
+                except (OSError, ValueError) as error:
+                    raise RuntimeLoadError(f'{what}: {file} cannot be read '
+                                           f'({type(error).__name__}: {error})') from None
+                if not isinstance(data, dict):
+                    raise RuntimeLoadError(f'{what}: {file} is not a JSON object')
+            continue
+        if hub_offline():
+            from huggingface_hub import try_to_load_from_cache
+            missing = [file for file in ('config.json', 'tokenizer_config.json')
+                       if not isinstance(try_to_load_from_cache(name, file), str)]
+            if missing:
+                raise RuntimeLoadError(
+                    f'{what} is a Hugging Face Hub id whose {", ".join(missing)} is not in the '
+                    'local cache, and HF_HUB_OFFLINE=1 forbids downloading it: download it '
+                    f'once (`hf download {name}`), or save the backbone to a folder and set '
+                    'vlm_model_name (and the tokenizer_name of the preprocessor) to that folder')
 
 
 def chunk_steps(config: Mapping[str, Any]) -> int:
@@ -225,8 +312,13 @@ def chunk_steps(config: Mapping[str, Any]) -> int:
     return int(config.get('chunk_size') or config.get('n_action_steps') or 1)
 
 
-def load_policy(checkpoint: str, device):
-    """Return (policy, preprocessor, postprocessor, config) of a LeRobot checkpoint folder."""
+def load_policy(checkpoint: str, device, adjust=None):
+    """
+    Return (policy, preprocessor, postprocessor, config) of a LeRobot checkpoint folder.
+
+    ``adjust(config)``, when given, changes the policy's config before the policy is built
+    (SmolVLA's real-time chunking settings).
+    """
     if pathlib.Path(checkpoint).is_dir():
         read_config(checkpoint)
     import_lerobot()
@@ -237,6 +329,8 @@ def load_policy(checkpoint: str, device):
     with staged_folder(checkpoint) if local else contextlib.nullcontext(checkpoint) as folder:
         config = PreTrainedConfig.from_pretrained(folder)
         config.device = str(device)            # a GPU-trained config says cuda
+        if adjust is not None:
+            adjust(config)
         if getattr(config, 'temporal_ensemble_coeff', None) is not None:
             raise RuntimeLoadError(f'checkpoint {checkpoint!r}: ACT with temporal ensembling '
                                    'cannot serve chunks; set temporal_ensemble_coeff to null')
@@ -328,6 +422,37 @@ def policy_seed() -> Optional[int]:
         raise RuntimeLoadError(f'{SEED_VARIABLE}={text!r} is not an integer') from None
 
 
+def rtc_settings(config, options: RuntimeOptions) -> Dict[str, Any]:
+    """
+    Return the RTCConfig fields of a SmolVLA policy served with real-time chunking.
+
+    The checkpoint's own ``rtc_config`` (if it has one) and LeRobot's defaults, overridden by
+    the server's ``rtc_*`` parameters (0 or '': unchanged); always enabled. RuntimeLoadError
+    names a bad value.
+    """
+    from lerobot.configs.types import RTCAttentionSchedule
+    from lerobot.policies.rtc.configuration_rtc import RTCConfig
+    current = getattr(config, 'rtc_config', None) or RTCConfig()
+    horizon = int(options.rtc_execution_horizon or current.execution_horizon)
+    chunk = int(config.chunk_size)
+    if not 1 <= horizon <= chunk:
+        name = ("parameter 'rtc_execution_horizon'" if options.rtc_execution_horizon
+                else 'rtc_config.execution_horizon of the checkpoint')
+        raise RuntimeLoadError(f'{name} is {horizon}; it must be in [1, chunk_size {chunk}]')
+    schedule = current.prefix_attention_schedule
+    if options.rtc_prefix_schedule:
+        try:
+            schedule = RTCAttentionSchedule(options.rtc_prefix_schedule.upper())
+        except ValueError:
+            raise RuntimeLoadError(
+                f"parameter 'rtc_prefix_schedule' is {options.rtc_prefix_schedule!r}; LeRobot's "
+                f'schedules are {", ".join(s.value.lower() for s in RTCAttentionSchedule)}'
+            ) from None
+    weight = float(options.rtc_max_guidance_weight or current.max_guidance_weight)
+    return dict(enabled=True, execution_horizon=horizon, prefix_attention_schedule=schedule,
+                max_guidance_weight=weight)
+
+
 class LeRobotRuntime(PolicyRuntime):
     """A LeRobot PreTrainedPolicy with its processors."""
 
@@ -347,6 +472,21 @@ class LeRobotRuntime(PolicyRuntime):
         # Diffusion is called on the observation history directly (see the module docstring).
         self._stack_history = getattr(config, 'type', '') == 'diffusion'
         self._image_keys = list(getattr(config, 'image_features', None) or [])
+        rtc = getattr(config, 'rtc_config', None)
+        # Real-time chunking: LeRobot's guidance, enabled by load() (see the module docstring).
+        self.supports_prefix = bool(getattr(config, 'type', '') in RTC_TYPES and rtc is not None
+                                    and rtc.enabled)
+        self.execution_horizon = int(rtc.execution_horizon) if self.supports_prefix else 0
+        self._action_normalizer = None
+        if self.supports_prefix:
+            from lerobot.processor import NormalizerProcessorStep
+            found = [step for step in preprocessor.steps
+                     if isinstance(step, NormalizerProcessorStep)]
+            if not found:
+                raise RuntimeLoadError(f'LeRobot checkpoint {source!r}: its preprocessor has no '
+                                       'normalizer step, which real-time chunking needs to '
+                                       "express the committed plan in the policy's units")
+            self._action_normalizer = found[0]
 
     @classmethod
     def load(cls, options: RuntimeOptions) -> 'LeRobotRuntime':
@@ -356,8 +496,16 @@ class LeRobotRuntime(PolicyRuntime):
         import_lerobot()
         device = resolve_device(options.device)
         seed = policy_seed()
+
+        def adjust(config):
+            if config.type in RTC_TYPES:
+                from lerobot.policies.rtc.configuration_rtc import RTCConfig
+                config.rtc_config = RTCConfig(**rtc_settings(config, options))
+                if options.flow_steps:
+                    config.num_steps = int(options.flow_steps)
+
         try:
-            policy, pre, post, config = load_policy(options.checkpoint, device)
+            policy, pre, post, config = load_policy(options.checkpoint, device, adjust)
         except RuntimeLoadError:
             raise
         except Exception as error:  # noqa: B902 - lerobot and the Hub raise many types
@@ -369,7 +517,7 @@ class LeRobotRuntime(PolicyRuntime):
                              'n_action_steps': getattr(config, 'n_action_steps', None)})
         history = int(getattr(config, 'n_obs_steps', 1) or 1)
         action_dim = int(config.output_features['action'].shape[0])
-        batch = MAX_BATCH_SIZE if config.type in TESTED_TYPES else 1
+        batch = MAX_BATCH_SIZE if config.type in BATCHED_TYPES else 1
         if options.manifest:
             where = f'manifest {options.manifest!r}'
             spec = load_manifest(pathlib.Path(options.manifest))
@@ -401,24 +549,56 @@ class LeRobotRuntime(PolicyRuntime):
         staging.copy_(tensor)
         return staging.to(self.torch_device, non_blocking=True)
 
-    def infer(self, inputs: Dict[str, np.ndarray], tasks: Sequence[str]) -> np.ndarray:
-        """Run preprocessor, the policy's chunk prediction and postprocessor on the batch."""
+    def infer(self, inputs: Dict[str, np.ndarray], tasks: Sequence[str],
+              prefixes: Optional[Sequence[Optional[Prefix]]] = None) -> np.ndarray:
+        """Run preprocessor, the policy's chunk prediction and postprocessor on the batch.
+
+        ``prefixes`` (real-time chunking, only when ``supports_prefix``): one committed plan
+        (or None) per batch row, in the policy's units (degrees, gripper percent).
+        """
         import torch
         batch = {name: self._tensor(name, value) for name, value in inputs.items()}
         batch['task'] = list(tasks)
         if self.seed is not None:
             torch.manual_seed(self.seed)
         with torch.no_grad():
+            guidance = self._guidance(prefixes, len(batch['task']))
             batch = self.preprocessor(batch)
             if self._stack_history:
                 chunk = self._diffusion_chunk(batch)
             else:
-                chunk = self.policy.predict_action_chunk(batch)
+                chunk = self.policy.predict_action_chunk(batch, **guidance)
             if chunk.ndim == 2:
                 chunk = chunk[None]
             size, steps, actions = chunk.shape
             chunk = self.postprocessor(chunk.reshape(size * steps, actions))
         return model_output_to_numpy(chunk).reshape(size, steps, actions)
+
+    def _guidance(self, prefixes: Optional[Sequence[Optional[Prefix]]],
+                  rows: int) -> Dict[str, Any]:
+        """Return LeRobot's RTC arguments for a request's committed plan ({}: none)."""
+        if not self.supports_prefix or prefixes is None or all(p is None for p in prefixes):
+            return {}
+        if rows != 1 or len(prefixes) != 1:
+            raise ValueError(f'{len(prefixes)} prefixes for a batch of {rows}; real-time '
+                             'chunking serves one request per forward pass')
+        prefix = prefixes[0]
+        positions = np.asarray(prefix.positions, dtype=np.float32)
+        actions = len(self.spec.action_names)
+        if positions.ndim != 2 or positions.shape[1] != actions or not len(positions):
+            raise ValueError(f'the committed plan has shape {list(positions.shape)}; expected '
+                             f'[steps, {actions}]')
+        if not np.all(np.isfinite(positions)):
+            raise ValueError('the committed plan has non-finite values')
+        if int(prefix.frozen_steps) < 0:
+            raise ValueError(f'the committed plan has frozen_steps {prefix.frozen_steps} < 0')
+        import torch
+        from lerobot.processor import TransitionKey
+        from lerobot.processor.converters import create_transition
+        plan = torch.from_numpy(positions[:self.spec.chunk_length]).to(self.torch_device)
+        plan = self._action_normalizer(create_transition(action=plan))[TransitionKey.ACTION]
+        return {'prev_chunk_left_over': plan[None], 'inference_delay': int(prefix.frozen_steps),
+                'execution_horizon': self.execution_horizon}
 
     def _diffusion_chunk(self, batch):
         """Run the diffusion model on ``[B, n_obs_steps, ...]`` inputs, without its queues."""
