@@ -80,6 +80,9 @@ def test_a_video_file_camera_publishes_raw_shared_and_compressed_frames(
     decoded = decode_jpeg(bytes(jpeg.data))
     assert decoded.shape == (48, 64, 3) and decoded[2, 2, 0] > 180
     assert watch.state() == 'active' and 'camera' not in watch.message()
+    info = [m for m in watch.info if isinstance(m, HardwareInfo)][-1]
+    assert [(c.topic, list(c.shape), c.dtype, c.kind) for c in info.cameras] == [
+        ('cameras/front/image_raw', [48, 64, 3], 'uint8', 'rgb')]
     assert proc.stop() == 0
 
 

@@ -117,14 +117,43 @@ def test_each_policy_gets_the_parameters_it_needs(tmp_path):
     assert learned.overrides['policy_server']['checkpoint'] == str(model.resolve())
     assert learned.overrides['executor']['semantics'] == 'si-radians-v1'
 
+    assert learned.overrides['executor']['fps'] == 30.0
+    assert demo_policy(str(model), 30.0).overrides == learned.overrides
+    with pytest.raises(ValueError, match=r'--fps 25 differs from the 30 Hz of the manifest'):
+        demo_policy(str(model), 25.0)
+
     folder = tmp_path / 'pretrained_model'
     folder.mkdir()
-    lerobot = demo_policy(str(folder))
-    assert lerobot.overrides == {'policy_server': {'policy_type': 'auto',
-                                                   'checkpoint': str(folder.resolve())}}
+    lerobot = demo_policy(str(folder), None, 30.0)   # the simulated arm's rate
+    assert lerobot.overrides == {'policy_server': {'policy_type': 'auto', 'fps': 30.0,
+                                                   'checkpoint': str(folder.resolve())},
+                                 'executor': {'fps': 30.0, 'admission_timeout_s': 120.0}}
+    assert demo_policy(str(folder), 15.0, 30.0).overrides['executor']['fps'] == 15.0
+    with pytest.raises(ValueError, match='does not record its action rate: give --fps'):
+        demo_policy(str(folder))
 
     (tmp_path / 'model.json').unlink()
     with pytest.raises(ValueError, match='model.pt2.*no manifest'):
         demo_policy(str(model))
     with pytest.raises(ValueError, match="'nothing' is neither expert, demo, idle"):
         demo_policy('nothing')
+
+
+def test_the_demo_runs_a_lerobot_folder_at_the_simulators_rate(tmp_path):
+    # A tiny ACT folder with random weights, trained on 96x64 frames: the simulated camera
+    # publishes 640x480, which the server resizes. The pick fails; the path runs and reports.
+    import lerobot_checkpoints as checkpoints
+    folder = checkpoints.make_checkpoint(tmp_path / 'act', 'act', spread=0.1)
+    out = tmp_path / 'demo'
+    result = run_demo('--policy', str(folder), '--seconds', '8', '--latency', '0.05',
+                      '--no-video', '--out', str(out), timeout=400)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f'LeRobot checkpoint {folder} at 30 Hz' in result.stdout
+    assert row(result.stdout, 'pick the cube').startswith('FAILED')
+    assert 'STOPPED' in row(result.stdout, 'final state')
+    assert 'the cube was not picked up' in result.stdout
+    requests, accepted, dropped = (int(v) for v in re.findall(
+        r'\d+', row(result.stdout, 'requests / chunks accepted / dropped')))
+    assert accepted >= 1, result.stdout    # 3 in 10 s on a busy 2-core host
+    log = (out / 'policy_server.log').read_text()
+    assert 'observation.images.front: 640x480 frames resized to 96x64' in log

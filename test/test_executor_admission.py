@@ -256,3 +256,47 @@ def test_admitted_carries_the_replies():
     [admitted] = machine.step(Facts(0.1, HOLD, reply=reply, request_subscribers=1,
                                     chunk_publishers=1))
     assert admitted == Admitted('s1', 'i1', 20, reply, caps)
+
+
+def camera(shape, topic='cameras/front/image_raw'):
+    return SimpleNamespace(name='', shape=list(shape), dtype='uint8', kind='rgb', names=[],
+                           semantics='', topic=topic)
+
+
+def image_caps(resizes, topic='cameras/front/image_raw'):
+    front = SimpleNamespace(name='observation.images.front', shape=[96, 128, 3], dtype='uint8',
+                            kind='rgb', names=[], semantics='', topic=topic, resizes=resizes)
+    return capabilities(features=[feature(), front])
+
+
+def test_the_cameras_the_hardware_declares_are_offered_at_their_size():
+    sim = Hardware.from_message(SimpleNamespace(
+        backend='sim', state='active', position_hold=True, cameras=[camera((480, 640, 3))]))
+    assert sim.cameras[0].shape == (480, 640, 3)
+    # The server resizes: admitted, and the Admit request offers the camera's 640x480.
+    for topic in ('cameras/front/image_raw', 'cameras/front/image_raw/compressed'):
+        machine = Admission(CLIENT, started=0.0)
+        machine.step(Facts(0.0, sim, service_ready=True))
+        actions = machine.step(Facts(0.1, sim, reply=image_caps(True, topic)))
+        assert kinds(actions) == ['AskAdmission'], actions
+        offered = {f.name: f for f in actions[0].request.features}
+        assert offered['observation.images.front'].shape == (480, 640, 3)
+    # It does not: refused before asking to be admitted (so before any motion), by name.
+    machine = Admission(CLIENT, started=0.0)
+    machine.step(Facts(0.0, sim, service_ready=True))
+    reason = refusal(machine.step(Facts(0.1, sim, reply=image_caps(False))))
+    assert reason == ("observation feature 'observation.images.front' shape: server "
+                      '[96, 128, 3], client [480, 640, 3] (the server does not resize this '
+                      'feature: frames must be exactly this size)')
+    assert machine.phase is Phase.REFUSED
+    # A camera on another topic, or no declaration (an older driver): the server's shape.
+    for hardware in (HOLD, dataclasses.replace(HOLD, cameras=Hardware.from_message(
+            SimpleNamespace(backend='sim', state='active', position_hold=True,
+                            cameras=[camera((480, 640, 3), 'cameras/wrist/image_raw')])
+    ).cameras)):
+        machine = Admission(CLIENT, started=0.0)
+        machine.step(Facts(0.0, hardware, service_ready=True))
+        actions = machine.step(Facts(0.1, hardware, reply=image_caps(False)))
+        assert kinds(actions) == ['AskAdmission'], actions
+        offered = {f.name: f for f in actions[0].request.features}
+        assert offered['observation.images.front'].shape == (96, 128, 3)

@@ -252,3 +252,23 @@ def test_the_sim_model_package_imports_next_to_lerobot_0_4():
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                             env=env, timeout=60)
     assert result.returncode == 0 and result.stdout.strip() == 'control_point', result.stderr
+
+
+def test_frames_are_resized_exactly_as_lerobots_asynchronous_server_does(folders):
+    from remote_inference_py.policy_server.images import to_model_input
+    runtime = load_runtime(RuntimeOptions(checkpoint=str(folders['act', 'MEAN_STD']), fps=30.0))
+    front = runtime.spec.feature(checkpoints.FRONT)
+    assert front.resizes and front.interpolation == 'torch_bilinear'
+    assert front.shape == (64, 96, 3) and front.model_size == (64, 96)
+    lerobot_runtime.import_lerobot()
+    import torch
+    from lerobot.async_inference.helpers import resize_robot_observation_image
+    for height, width in ((480, 640), (64, 96), (50, 70), (200, 100)):
+        frame = np.random.default_rng(height).integers(0, 256, (height, width, 3), np.uint8)
+        ours = to_model_input(RawImage('rgb8', height, width, width * 3, frame.tobytes()), front)
+        theirs = resize_robot_observation_image(torch.from_numpy(frame), (3, 64, 96))
+        assert ours.shape == (3, 64, 96)
+        # The same uint8 pixels; the scaling to [0, 1] differs by float rounding only
+        # (x * (1 / 255) here, x / 255 there).
+        assert np.array_equal(np.rint(ours * 255).astype(np.uint8), theirs.numpy())
+        assert np.allclose(ours, (theirs.float() / 255).numpy(), rtol=0, atol=1e-7)

@@ -30,6 +30,7 @@ import lerobot_checkpoints as checkpoints
 import numpy as np
 import pytest
 from rclpy.duration import Duration
+from remote_inference.msg import ObservationFeature
 from ros_fixtures import NodeProcess
 from sensor_msgs.msg import Image as ImageMsg, JointState
 from test_policy_server_node import READY, Robot
@@ -209,3 +210,61 @@ def test_bad_folders_stop_the_server_with_exit_code_2(tmp_path):
 def offline(monkeypatch):
     """Nothing reaches for the Hugging Face Hub, in this process or in the nodes."""
     monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+
+
+def test_an_act_folder_trained_on_small_frames_serves_a_640x480_camera(processes, ros, tmp_path):
+    # Trained on 96x64 frames; the simulated arm's camera publishes 640x480 by default.
+    folder = checkpoints.make_checkpoint(tmp_path / 'act', 'act', 'MEAN_STD')
+    node, spinner = ros
+    server = processes.console_script('policy_server', node_name='policy_server', params={
+        'checkpoint': str(folder), 'fps': 30.0, 'warmup_iterations': 1})
+    robot = Robot(ros)
+    server.wait_for_output('frames of any size resized to 96x64, torch_bilinear', 60, spinner)
+    server.wait_for_output(READY, 60, spinner)
+    caps = robot.capabilities()
+    front = caps.features[1]
+    assert (front.name, list(front.shape), front.resizes) == (
+        checkpoints.FRONT, [64, 96, 3], True)
+
+    def offered(shape):
+        return [ObservationFeature(name=f.name, shape=list(shape) if f.name == front.name
+                                   else f.shape, dtype=f.dtype, kind=f.kind)
+                for f in caps.features]
+    # A mono camera is refused at admission, by name, before anything moves.
+    refused = robot.admit(caps, features=offered((480, 640, 1)))
+    assert not refused.success
+    assert (f"observation feature '{checkpoints.FRONT}' channels: server 3, client 1"
+            in refused.message)
+    session = robot.admit(caps, features=offered((480, 640, 3))).session_id
+    robot.positions = [0.3, -0.4, 0.5, 0.2, -0.3, 0.4]
+    robot.frame = np.random.default_rng(5).integers(0, 256, (480, 640, 3), dtype=np.uint8)
+    robot.wait_connected()
+    spinner.spin_for(0.2)
+    robot.request(session, 1)
+    chunk = robot.answer(1, timeout=20)
+    assert chunk.error == '' and chunk.step_count == 100
+    server.wait_for_output('640x480 frames resized to 96x64', 10, spinner)
+    # LeRobot's own path: its asynchronous server's resize, then the policy.
+    import torch
+    from lerobot.async_inference.helpers import resize_robot_observation_image
+    reference = checkpoints.LeRobotReference(folder)
+    small = resize_robot_observation_image(torch.from_numpy(robot.frame), (3, 64, 96))
+    expected = reference.chunk([(to_policy(robot.positions).astype(np.float32),
+                                 {checkpoints.FRONT: small.permute(1, 2, 0).numpy()})])
+    served = to_policy(np.asarray(chunk.positions).reshape(100, 6))
+    assert np.abs(served - expected).max() < TOLERANCE
+
+    # mono8 frames on the colour camera: the chunk's error names camera, encoding, expected.
+    robot.frame = None
+    gray = np.full((480, 640), 90, np.uint8)
+    start = robot.now()
+    for _ in range(5):
+        msg = ImageMsg(height=480, width=640, encoding='mono8', step=640, data=gray.tobytes())
+        msg.header.stamp = robot.now().to_msg()
+        robot.image_pub.publish(msg)
+        spinner.spin_for(0.05)
+    robot.request(session, 2, earliest=start)
+    chunk = robot.answer(2, timeout=20)
+    assert chunk.step_count == 0
+    assert (f"camera '{checkpoints.FRONT}' sent 'mono8' frames, but the feature declares rgb, "
+            '3 channels (expected rgb8, bgr8, rgba8, bgra8' in chunk.error), chunk.error

@@ -173,3 +173,53 @@ def test_unset_fields_of_an_admit_message_mean_as_before():
     assert request.presence_lease_s == 0.0              # 0: the server's lease, not checked
     assert check_admission(CONTRACT, dataclasses.replace(request, features=(STATE, FRONT))) == []
     assert ask(max_requests_in_flight=0) != []          # the message default is mapped, not 0
+
+
+RESIZED = dataclasses.replace(FRONT, shape=(96, 128, 3), resizes=True)
+
+
+def test_an_image_the_server_resizes_admits_any_size_with_its_channels():
+    contract = dataclasses.replace(CONTRACT, features=(STATE, RESIZED))
+
+    def offer(shape, **changes):
+        front = dataclasses.replace(FRONT, shape=shape, **changes)
+        return check_admission(contract, dataclasses.replace(REQUEST, features=(STATE, front)))
+    assert offer((480, 640, 3)) == []
+    assert offer((96, 128, 3)) == []
+    assert offer((1, 1, 3)) == []                       # the smallest frame there is
+    assert offer((0, 640, 3)) == ["observation feature 'observation.images.front': client "
+                                  'frames [0, 640, 3] are empty']
+    assert offer((480, 640, 1)) == [
+        "observation feature 'observation.images.front' channels: server 3, client 1 (frames "
+        'of another size are resized; other channels are not served)']
+    assert offer((480, 640, 3), kind='depth') == [
+        "observation feature 'observation.images.front' kind: server rgb, client depth"]
+    assert offer((480, 640)) == [
+        "observation feature 'observation.images.front' shape: server [96, 128, 3], client "
+        '[480, 640] (the server does not resize this feature: frames must be exactly this '
+        'size)']
+
+
+def test_an_image_the_server_does_not_resize_must_be_its_size_exactly():
+    for shape in ((480, 641, 3), (479, 640, 3)):     # one pixel off either way
+        problems = ask(features=(STATE, dataclasses.replace(FRONT, shape=shape)))
+        assert problems == [f"observation feature 'observation.images.front' shape: server "
+                            f'[480, 640, 3], client {list(shape)} (the server does not resize '
+                            'this feature: frames must be exactly this size)']
+    # A state vector never resizes, even if a declaration says so.
+    contract = dataclasses.replace(CONTRACT, features=(
+        dataclasses.replace(STATE, resizes=True), FRONT))
+    problems = check_admission(contract, dataclasses.replace(REQUEST, features=(
+        dataclasses.replace(STATE, shape=(7,)), FRONT)))
+    assert problems == ["observation feature 'observation.state' shape: server [6], client [7]"]
+
+
+def test_resizes_and_topic_are_read_from_the_message_with_old_messages_as_before():
+    from types import SimpleNamespace
+    old = SimpleNamespace(name='x', shape=[2, 3, 3], dtype='uint8', kind='rgb')
+    assert FeatureDeclaration.from_message(old) == FeatureDeclaration('x', (2, 3, 3), 'uint8',
+                                                                      'rgb')
+    new = SimpleNamespace(name='x', shape=[2, 3, 3], dtype='uint8', kind='rgb', resizes=True,
+                          topic='cameras/x/image_raw')
+    read = FeatureDeclaration.from_message(new)
+    assert read.resizes and read.topic == 'cameras/x/image_raw'

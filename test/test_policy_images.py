@@ -90,12 +90,47 @@ def test_hwc_layout_keeps_channels_last():
     assert out[1, 2, 0] == pytest.approx(12 / 255)
 
 
-def test_mono8_feeds_grayscale_and_is_repeated_for_colour():
+def test_mono8_feeds_grayscale_and_is_repeated_for_colour_only_where_allowed():
     gray = np.array([[0, 51, 255], [102, 153, 204]], dtype=np.uint8)
     out = to_model_input(raw(gray[:, :, None], 'mono8'), feature(shape=[2, 3, 1]))
     assert out.shape == (1, 2, 3) and out[0, 0, 1] == pytest.approx(0.2)
-    colour = to_model_input(raw(gray[:, :, None], 'mono8'), feature())
+    assert not check_raw(raw(gray[:, :, None], 'mono8'), feature(shape=[2, 3, 1]))
+    # A colour feature refuses mono8 by name: camera, encoding and what it expects.
+    for call in (check_raw, to_model_input):
+        with pytest.raises(InputError, match=r"camera 'observation.images.front' sent 'mono8' "
+                           r'frames, but the feature declares rgb, 3 channels \(expected '
+                           r'rgb8, bgr8, rgba8, bgra8; .*convert_mono') as error:
+            call(raw(gray[:, :, None], 'mono8'), feature())
+        assert error.value.code == 'encoding'
+    allowed = feature(convert_mono=True)
+    conversion = check_raw(raw(gray[:, :, None], 'mono8'), allowed)
+    assert conversion.mono == 'mono8'
+    assert 'mono8 frames converted to rgb' in conversion.describe(allowed)
+    colour = to_model_input(raw(gray[:, :, None], 'mono8'), allowed)
     assert colour.shape == (3, 2, 3) and np.all(colour[:, 1, 0] == pytest.approx(0.4))
+    assert not check_raw(raw(RGB, 'rgb8'), allowed)   # colour frames: nothing to say
+
+
+def test_colour_frames_on_a_greyscale_feature_are_refused_by_name():
+    with pytest.raises(InputError, match=r"sent 'rgb8' frames, but the feature declares rgb, 1 "
+                       r'channel \(greyscale\) \(expected mono8\)'):
+        check_raw(raw(RGB, 'rgb8'), feature(shape=[2, 3, 1]))
+
+
+def test_greyscale_and_colour_jpegs_are_checked_against_the_channels():
+    def jpeg(mode):
+        buffer = io.BytesIO()
+        Image.new(mode, (3, 2), 90).save(buffer, format='JPEG')
+        return CompressedImage('jpeg', buffer.getvalue())
+    with pytest.raises(InputError, match=r"camera 'observation.images.front' sent 'mono8' "
+                       r'frames.*expected rgb8'):
+        check_compressed(jpeg('L'), feature())
+    assert check_compressed(jpeg('L'), feature(convert_mono=True)).mono == 'greyscale JPEG'
+    assert not check_compressed(jpeg('RGB'), feature())
+    with pytest.raises(InputError, match=r'sent colour JPEG frames \(mode RGB\), but the '
+                       r'feature declares rgb, 1 channel'):
+        check_compressed(jpeg('RGB'), feature(shape=[2, 3, 1]))
+    assert not check_compressed(jpeg('L'), feature(shape=[2, 3, 1]))
 
 
 def test_rotate_180_reverses_rows_and_columns():
@@ -150,11 +185,12 @@ def test_depth_resize_is_nearest_neighbour():
 
 
 def test_wrong_size_and_encoding_are_named():
-    with pytest.raises(InputError, match=r'image is 3x2 .* declares 640x480') as error:
+    with pytest.raises(InputError, match=r'image is 3x2 .* declares 640x480 and is not '
+                                         r'resized \(resize: fixed\)') as error:
         check_raw(raw(RGB, 'rgb8'), feature(shape=[480, 640, 3]))
     assert error.value.code == 'size'
-    with pytest.raises(InputError, match=r"encoding 'yuv422' cannot feed rgb feature "
-                                         r"'observation.images.front'") as error:
+    with pytest.raises(InputError, match=r"camera 'observation.images.front' sent 'yuv422' "
+                                         r'frames, but the feature declares rgb') as error:
         check_raw(RawImage('yuv422', 2, 3, 6, bytes(12)), feature())
     assert error.value.code == 'encoding'
     with pytest.raises(InputError, match='16UC1'):
@@ -207,3 +243,61 @@ def test_corrupt_jpeg_is_named_with_its_feature():
         check_compressed(CompressedImage('tiff', good), feature())
     with pytest.raises(InputError, match=r'image is 3x2 .* declares 6x4'):
         check_compressed(CompressedImage('jpeg', good), feature(shape=[4, 6, 3]))
+
+
+def test_resize_any_takes_any_size_and_interpolates_as_torch_bilinear():
+    # 1x4 -> 1x2 with align_corners=False: output column j samples the source at
+    # (j + 0.5) * 2 - 0.5 = 0.5 and 2.5, the mean of columns (0, 1) and (2, 3).
+    row = np.array([[[0] * 3, [100] * 3, [200] * 3, [250] * 3]], np.uint8)
+    anysize = feature(shape=[1, 2, 3], model_shape=[3, 1, 2], resize='any',
+                      interpolation='torch_bilinear', model_dtype='uint8')
+    conversion = check_raw(raw(row, 'rgb8'), anysize)
+    assert conversion.size == (1, 4) and conversion.model_size == (1, 2)
+    text = conversion.describe(anysize)
+    assert text == ("observation.images.front: 4x1 frames resized to 2x1 (the policy's input) "
+                    "by torch interpolate, bilinear, align_corners=False (as LeRobot's "
+                    'asynchronous server)')
+    out = to_model_input(raw(row, 'rgb8'), anysize)
+    assert out.shape == (3, 1, 2) and out.dtype == np.uint8
+    assert out[:, 0, 0].tolist() == [50] * 3 and out[:, 0, 1].tolist() == [225] * 3
+    # The declared size itself needs no resize, and nothing is said about it.
+    assert not check_raw(raw(row[:, :2], 'rgb8'), anysize)
+    # Pillow's bilinear filter averages differently when shrinking: the two are not the same.
+    big = np.random.default_rng(0).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    torch_out = to_model_input(raw(big, 'rgb8'), anysize)
+    pillow_out = to_model_input(raw(big, 'rgb8'), feature(
+        shape=[1, 2, 3], model_shape=[3, 1, 2], resize='any', model_dtype='uint8'))
+    assert torch_out.shape == pillow_out.shape == (3, 1, 2)
+    assert not np.array_equal(torch_out, pillow_out)
+
+
+def test_fixed_size_refuses_other_sizes_and_channels_stay_checked():
+    fixed = feature(shape=[1, 2, 3], model_shape=[3, 1, 2])
+    row = np.zeros((1, 4, 3), np.uint8)
+    with pytest.raises(InputError, match=r'image is 4x1 .* declares 2x1 and is not resized'):
+        check_raw(raw(row, 'rgb8'), fixed)
+    with pytest.raises(InputError, match=r'image is 4x1 .* declares 2x1 and is not resized'):
+        to_model_input(raw(row, 'rgb8'), fixed)
+    anysize = feature(shape=[1, 2, 3], model_shape=[3, 1, 2], resize='any')
+    with pytest.raises(InputError, match="sent 'mono8' frames"):
+        check_raw(raw(row[:, :, :1].copy(), 'mono8'), anysize)
+    with pytest.raises(InputError, match='empty'):
+        check_raw(RawImage('rgb8', 0, 4, 12, b''), anysize)
+
+
+def test_manifest_resize_fields_are_validated_and_round_trip():
+    entry = feature(resize='any', interpolation='torch_bilinear', convert_mono=True)
+    assert entry.resizes and entry.to_dict()['resize'] == 'any'
+    assert entry.to_dict()['interpolation'] == 'torch_bilinear'
+    assert entry.to_dict()['convert_mono'] is True
+    assert 'resize' not in feature().to_dict() and not feature().resizes
+    for bad, match in (({'resize': 'sometimes'}, "resize 'sometimes' is not one of fixed, any"),
+                       ({'interpolation': 'cubic'}, "interpolation 'cubic' is not one of"),
+                       ({'convert_mono': 'yes'}, 'convert_mono is true or false'),
+                       ({'convert_mono': True, 'shape': [2, 3, 1]}, 'convert_mono is true')):
+        with pytest.raises(ValueError, match=match):
+            feature(**bad)
+    with pytest.raises(ValueError, match='apply to image features only'):
+        spec_from_dict({'semantics': 'si-radians-v1', 'fps': 30, 'chunk_length': 1,
+                        'action': {'names': ['gripper']},
+                        'features': [{**STATE, 'resize': 'any'}]})

@@ -241,6 +241,9 @@ def test_sim_node_publishes_camera_images_and_cube_pose(processes, ros):
     assert (image.width, image.height, image.encoding, image.step) == (64, 48, 'rgb8', 192)
     assert len(image.data) == 64 * 48 * 3
     assert np.frombuffer(bytes(image.data), np.uint8).std() > 5
+    # The camera's size is declared on hardware/info, for the executor to offer at admission.
+    assert [(c.topic, list(c.shape), c.dtype, c.kind) for c in watch.info[-1].cameras] == [
+        ('cameras/front/image_raw', [48, 64, 3], 'uint8', 'rgb')]
     stamps = [i.header.stamp.sec + i.header.stamp.nanosec * 1e-9 for i in images]
     assert stamps == sorted(stamps) and stamps[-1] > stamps[0]
     spinner.until(lambda: watch.cubes, 10, 'cube pose')

@@ -26,7 +26,11 @@ asynchronous execution's numbers) and writes a plot and a video of the run.
 
 ``--policy demo`` serves the built-in demo policy (a loop in joint space), ``--policy idle``
 one that does nothing (the pick fails), and ``--policy PATH`` a ``.pt2`` / TorchScript
-checkpoint with its manifest or a LeRobot checkpoint folder.
+checkpoint with its manifest or a LeRobot checkpoint folder. A LeRobot folder does not record
+its action rate: it runs at ``--fps`` (default: the simulated arm's rate, the executor's
+``fps`` in ``config/so101_sim.yaml``), and the simulated camera publishes its default 640x480
+frames, which the policy server resizes to the policy's input size. A checkpoint with a
+manifest runs at the manifest's ``fps`` and the camera renders at the size it declares.
 """
 
 import argparse
@@ -49,6 +53,7 @@ SI_RADIANS = 'si-radians-v1'
 # How long the cube is shown held after the pick succeeded, before the stop [s].
 SHOW_HELD_S = 2.0
 DEFAULT_LIMIT_S = 20.0
+LEROBOT_ADMISSION_S = 120.0   # the executor's admission timeout while LeRobot loads [s]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,8 +65,20 @@ class DemoPolicy:
     picks: bool     # meant to do the pick-the-cube task (the run ends once it is done)
 
 
-def demo_policy(name):
-    """Return the :class:`DemoPolicy` called ``name``; ValueError names a bad one."""
+def sim_rate_hz(share_dir):
+    """Return the simulated arm's action rate [Hz]: the executor's fps in so101_sim.yaml."""
+    import yaml
+    path = pathlib.Path(share_dir) / 'config' / 'so101_sim.yaml'
+    return float(yaml.safe_load(path.read_text())['/**/executor']['ros__parameters']['fps'])
+
+
+def demo_policy(name, fps=None, default_fps=None):
+    """Return the :class:`DemoPolicy` called ``name``; ValueError names a bad one.
+
+    ``fps`` [Hz] (``--fps``, else ``default_fps``, the simulated arm's rate) is the action
+    rate of a LeRobot folder, which does not record it; a checkpoint with a manifest takes the
+    manifest's, and ``fps``, when given, must equal it.
+    """
     from remote_inference_py.evaluation import expert
     if name in (EXPERT, IDLE):
         factory = 'expert_runtime' if name == EXPERT else 'idle_runtime'
@@ -83,15 +100,25 @@ def demo_policy(name):
                          'checkpoint folder)')
     checkpoint = str(path.resolve())
     server = {'policy_type': 'auto', 'checkpoint': checkpoint}
-    if path.is_dir():   # a LeRobot folder speaks the config's units and sees 640x480 frames
-        return DemoPolicy(f'LeRobot checkpoint {checkpoint}', {'policy_server': server},
-                          picks=True)
+    if path.is_dir():   # a LeRobot folder speaks the config's units; 640x480 frames resized
+        fps = fps or default_fps
+        if not fps:
+            raise ValueError(f'policy {name!r} is a LeRobot folder, which does not record its '
+                             'action rate: give --fps')
+        return DemoPolicy(f'LeRobot checkpoint {checkpoint} at {fps:g} Hz', {
+            'policy_server': {**server, 'fps': float(fps)},
+            # Importing LeRobot and loading the folder took 30-40 s on a busy 2-core host.
+            'executor': {'fps': float(fps), 'admission_timeout_s': LEROBOT_ADMISSION_S}},
+            picks=True)
     from remote_inference_py.policy_server.manifest import (
         load_manifest, ManifestError, manifest_path_for)
     try:
         spec = load_manifest(manifest_path_for(path))
     except ManifestError as error:
         raise ValueError(f'policy {name!r}: {error}') from None
+    if fps and abs(fps - spec.fps) > 1e-9 * spec.fps:
+        raise ValueError(f'--fps {fps:g} differs from the {spec.fps:g} Hz of the manifest of '
+                         f'{name!r} (leave --fps out)')
     hardware = {'sim_render': False}
     for feature in spec.features:
         if feature.is_image:   # publish the frames at the size the policy declares
@@ -100,7 +127,7 @@ def demo_policy(name):
                         'sim_image_height': int(height)}
     return DemoPolicy(f'checkpoint {checkpoint}', {
         'policy_server': {**server, 'semantics': spec.semantics},
-        'executor': {'semantics': spec.semantics},
+        'executor': {'semantics': spec.semantics, 'fps': float(spec.fps)},
         'hardware_interface': hardware}, picks=True)
 
 
@@ -135,12 +162,19 @@ def main(argv=None):
                         help='inference latency injected in the policy server [s]')
     parser.add_argument('--merge', default='aligned', choices=['append', 'aligned', 'ensemble'])
     parser.add_argument('--synchronous', action='store_true', help='the classic loop')
+    parser.add_argument('--fps', type=float, default=None,
+                        help='action rate of a LeRobot folder [Hz] (default: the simulated '
+                        "arm's, the executor's fps in config/so101_sim.yaml); a checkpoint "
+                        "with a manifest runs at the manifest's")
     parser.add_argument('--task', default='pick up the cube')
     parser.add_argument('--no-video', action='store_true', help='skip the video of the run')
     parser.add_argument('--out', default='', help='output folder (default runs/demo_<time>)')
     options = parser.parse_args(argv)
+    if options.fps is not None and not 0 < options.fps <= 1000:
+        parser.error(f'--fps must be in (0, 1000] Hz, got {options.fps:g}')
+    share, lib_dir = installed_paths()
     try:
-        policy = demo_policy(options.policy)
+        policy = demo_policy(options.policy, options.fps, sim_rate_hz(share))
     except ValueError as error:
         parser.error(str(error))
     if options.seconds is not None and not options.seconds > 0:
@@ -151,7 +185,6 @@ def main(argv=None):
     os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(1, 200)))
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     os.environ.setdefault('MUJOCO_GL', 'egl')
-    share, lib_dir = installed_paths()
     os.environ.setdefault('FASTDDS_DEFAULT_PROFILES_FILE',
                           os.path.join(share, 'config', 'fastdds_shm.xml'))
     out = pathlib.Path(options.out or time.strftime('runs/demo_%Y%m%d_%H%M%S'))
@@ -222,7 +255,7 @@ def main(argv=None):
     def start_executor():
         """Wait for the admission and the recorder's topics, then call executor/start."""
         if not spin_until(lambda: statuses and statuses[-1].state_name == 'READY'
-                          and not recorder.unmatched() or any_exited(), 90) or any_exited():
+                          and not recorder.unmatched() or any_exited(), 150) or any_exited():
             return False
         client = node.create_client(Trigger, 'executor/start')
         if not spin_until(client.service_is_ready, 30):

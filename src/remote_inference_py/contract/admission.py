@@ -21,8 +21,10 @@ the ``policy/admit`` request). :func:`check_admission` is the one place that say
 differs, and both sides call it: the executor before it asks, so it can refuse with the full
 list without a round trip, and the server when it is asked, so a client that skipped the
 check is still refused. It compares protocol version, deployment, semantics, action names and
-their order, action rate, observation features (by name: shape, dtype and kind must be equal;
-features the client offers but the policy does not use are ignored), features the client
+their order, action rate, observation features (by name: shape, dtype and kind must be equal,
+except that an image feature the server resizes takes any height and width with the same
+channels; features the client offers but the policy does not use are ignored), features the
+client
 requires the server to consume, merge mode (``rtc`` only with a policy that conditions its
 chunks on the committed plan), how many requests the client keeps in flight (at most what the
 server queues per client), the presence lease (how long a silent server counts as present:
@@ -72,11 +74,47 @@ class FeatureDeclaration:
     shape: Tuple[int, ...]
     dtype: str
     kind: str
+    resizes: bool = False    # server side: an image of any height x width is resized to shape
+    topic: str = ''          # where the server reads it (informational)
 
     @classmethod
     def from_message(cls, msg) -> 'FeatureDeclaration':
         """Read a ``remote_inference/ObservationFeature`` (or anything with its fields)."""
-        return cls(msg.name, tuple(int(v) for v in msg.shape), msg.dtype, msg.kind)
+        return cls(msg.name, tuple(int(v) for v in msg.shape), msg.dtype, msg.kind,
+                   bool(getattr(msg, 'resizes', False)), str(getattr(msg, 'topic', '')))
+
+    @property
+    def is_image(self) -> bool:
+        """Whether the feature is a camera image (rgb or depth)."""
+        return self.kind in IMAGE_KINDS
+
+
+IMAGE_KINDS = ('rgb', 'depth')
+
+
+def _feature_problems(mine: FeatureDeclaration, yours: FeatureDeclaration) -> List[str]:
+    """Return what differs between the server's declaration of a feature and the client's."""
+    problems = []
+    ours, theirs = list(mine.shape), list(yours.shape)
+    if ours != theirs:
+        if mine.resizes and mine.is_image and len(ours) == len(theirs) == 3:
+            if ours[2] != theirs[2]:
+                problems.append(f'observation feature {mine.name!r} channels: server '
+                                f'{ours[2]}, client {theirs[2]} (frames of another size are '
+                                'resized; other channels are not served)')
+            elif min(theirs[:2]) < 1:
+                problems.append(f'observation feature {mine.name!r}: client frames {theirs} '
+                                'are empty')
+        else:
+            why = (' (the server does not resize this feature: frames must be exactly this '
+                   'size)' if mine.is_image else '')
+            problems.append(f'observation feature {mine.name!r} shape: server {ours}, client '
+                            f'{theirs}{why}')
+    for field in ('dtype', 'kind'):
+        if getattr(mine, field) != getattr(yours, field):
+            problems.append(f'observation feature {mine.name!r} {field}: server '
+                            f'{getattr(mine, field)}, client {getattr(yours, field)}')
+    return problems
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,13 +212,7 @@ def check_admission(contract: ServerContract, request: AdmitRequest,
             problems.append(f'observation feature {feature.name!r} is not provided by the '
                             f'client')
             continue
-        for field in ('shape', 'dtype', 'kind'):
-            mine, yours = getattr(feature, field), getattr(other, field)
-            if field == 'shape':
-                mine, yours = list(mine), list(yours)
-            if mine != yours:
-                problems.append(f'observation feature {feature.name!r} {field}: server '
-                                f'{mine}, client {yours}')
+        problems += _feature_problems(feature, other)
     served = [f.name for f in contract.features]
     missing = [name for name in required_features if name not in served]
     if missing:

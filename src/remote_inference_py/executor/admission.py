@@ -28,11 +28,14 @@ topics are matched with the server's, since a request published before that is l
     any difference, a refusal or a timeout ------------------> REFUSED            ADMITTED
 
 While the hardware must declare position hold (``require_position_hold``) and has not, the
-machine stays in DISCOVER. DISCOVER (hardware and server together) and MATCHING are each
-bounded by ``timeout_s``: the first from the start of admission, the second from the admit
-reply. A request that got no reply within :data:`RETRY_S` (a request sent right after
-discovery can be lost while the server's reply writer is not matched yet) starts again at
-DISCOVER.
+machine stays in DISCOVER. The Admit request offers the features the server consumes, each
+image at the size the hardware declares on ``hardware/info`` for its topic
+(:func:`offered_features`): a camera the server cannot serve (another size where it does not
+resize, other channels) is refused here, before motion. DISCOVER (hardware and server
+together) and MATCHING are each bounded by ``timeout_s``: the first from the start of
+admission, the second from the admit reply. A request that got no reply within
+:data:`RETRY_S` (a request sent right after discovery can be lost while the server's reply
+writer is not matched yet) starts again at DISCOVER.
 
 The node hands :meth:`Admission.step` the facts of one control tick (:class:`Facts`) and
 carries out the actions it returns (:class:`AskCapabilities`, :class:`AskAdmission`,
@@ -43,10 +46,11 @@ and touches no ROS object. Replies are read by duck typing (the fields of the
 
 import dataclasses
 import enum
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from remote_inference_py.contract.admission import (
-    AdmitRequest, check_admission, PRESENCE_LEASE_S, PROTOCOL_VERSION, ServerContract)
+    AdmitRequest, check_admission, FeatureDeclaration, PRESENCE_LEASE_S, PROTOCOL_VERSION,
+    ServerContract)
 
 RETRY_S = 2.0
 """Ask again from the start when a request got no reply within this long [s]."""
@@ -76,11 +80,37 @@ class Hardware:
     backend: str
     state: str
     position_hold: bool
+    cameras: Tuple[FeatureDeclaration, ...] = ()   # what the cameras publish (topic, shape)
 
     @classmethod
     def from_message(cls, msg) -> 'Hardware':
         """Read a ``remote_inference/HardwareInfo`` (or anything with its fields)."""
-        return cls(msg.backend, msg.state, bool(msg.position_hold))
+        return cls(msg.backend, msg.state, bool(msg.position_hold),
+                   tuple(FeatureDeclaration.from_message(c) for c in getattr(msg, 'cameras', ())))
+
+
+COMPRESSED_SUFFIX = '/compressed'
+
+
+def offered_features(features: Sequence[FeatureDeclaration],
+                     cameras: Sequence[FeatureDeclaration]) -> Tuple[FeatureDeclaration, ...]:
+    """Return the server's features at the shape the robot's cameras declare for their topics.
+
+    A feature read from a topic the hardware declares (``cameras/front/image_raw``, or its
+    ``/compressed`` twin) is offered at the declared shape, dtype and kind; any other as the
+    server declares it (what a robot side that declares nothing offers, as before).
+    """
+    declared = {c.topic.strip('/'): c for c in cameras}
+    out = []
+    for feature in features:
+        topic = feature.topic.strip('/')
+        if topic.endswith(COMPRESSED_SUFFIX):
+            topic = topic[:-len(COMPRESSED_SUFFIX)]
+        camera = declared.get(topic) if feature.is_image else None
+        out.append(feature if camera is None else dataclasses.replace(
+            feature, shape=tuple(camera.shape), dtype=camera.dtype, kind=camera.kind,
+            resizes=False))
+    return tuple(out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,13 +134,18 @@ class Client:
         object.__setattr__(self, 'action_names', tuple(self.action_names))
         object.__setattr__(self, 'expected_features', tuple(self.expected_features))
 
-    def request(self, contract: ServerContract, position_hold: bool) -> AdmitRequest:
-        """Return the Admit request for a server's contract: we offer what it consumes."""
+    def request(self, contract: ServerContract, position_hold: bool,
+                cameras: Sequence[FeatureDeclaration] = ()) -> AdmitRequest:
+        """Return the Admit request for a server's contract: we offer what it consumes.
+
+        Images come at the size the hardware declares for their topic (``cameras``), when it
+        does (:func:`offered_features`).
+        """
         return AdmitRequest(
             protocol_version=PROTOCOL_VERSION, client_name=self.client_name,
             deployment=self.deployment, semantics=self.semantics,
             action_names=self.action_names, action_rate=self.action_rate,
-            features=contract.features, merge_mode=self.merge_mode,
+            features=offered_features(contract.features, cameras), merge_mode=self.merge_mode,
             hardware_position_hold=position_hold, presence_lease_s=self.presence_lease_s,
             max_requests_in_flight=self.max_requests_in_flight)
 
@@ -268,7 +303,8 @@ class Admission:
               hardware: Optional[Hardware]) -> Tuple[AdmitRequest, List[str]]:
         """Return our Admit request for a capabilities reply and every difference found."""
         contract = ServerContract.from_message(capabilities)
-        request = self.client.request(contract, bool(hardware and hardware.position_hold))
+        request = self.client.request(contract, bool(hardware and hardware.position_hold),
+                                      hardware.cameras if hardware else ())
         return request, check_admission(contract, request, self.client.expected_features)
 
     def _on_capabilities(self, capabilities, hardware, now):

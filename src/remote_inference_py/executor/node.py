@@ -437,8 +437,10 @@ class ExecutorNode(Node):
         msg.semantics = request.semantics
         msg.action_names = list(request.action_names)
         msg.action_rate = request.action_rate
+        offered = {f.name: f for f in request.features}   # images at the cameras' sizes
         msg.features = [ObservationFeature(
-            name=f.name, shape=f.shape, dtype=f.dtype, kind=f.kind, names=f.names,
+            name=f.name, shape=[int(v) for v in offered[f.name].shape],
+            dtype=offered[f.name].dtype, kind=offered[f.name].kind, names=f.names,
             semantics=f.semantics, topic=f.topic) for f in ask.capabilities.features]
         msg.merge_mode = request.merge_mode
         msg.hardware_position_hold = request.hardware_position_hold

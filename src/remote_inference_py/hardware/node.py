@@ -107,7 +107,7 @@ from rclpy.duration import Duration
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.time import Time
-from remote_inference.msg import HardwareInfo
+from remote_inference.msg import HardwareInfo, ObservationFeature
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -663,19 +663,42 @@ class HardwareInterfaceNode(LifecycleNode):
             info.torque_enabled = runner.torque_enabled is True
             info.message = runner.message
         info.state = self._info_state()
+        info.cameras = [ObservationFeature(topic=topic, shape=shape, dtype=dtype, kind=kind)
+                        for topic, shape, dtype, kind in self._camera_declarations()]
         if message is not None:
             info.message = message
         if self.camera_problems:
             info.message = '; '.join([m for m in (info.message,) if m]
                                      + [text for _, _, text in self.camera_problems])
         key = (tuple(info.lower_limits), tuple(info.upper_limits), info.position_hold,
-               info.torque_enabled, info.state, info.message)
+               info.torque_enabled, info.state, info.message,
+               tuple(self._camera_declarations()))
         with self.info_lock:
             if key == self.last_info:
                 return
             self.last_info = key
             info.header.stamp = self.get_clock().now().to_msg()
             self.info_pub.publish(info)
+
+    def _camera_declarations(self):
+        """(topic, [height, width, channels], dtype, kind) of each camera whose size is known.
+
+        Declared on hardware/info, so that the executor offers the sizes it publishes at
+        admission and a size the policy server cannot serve is refused before motion.
+        """
+        if self.backend_name == 'sim':
+            return [(f'cameras/{camera}/image_raw',
+                     (self.config.sim_image_height, self.config.sim_image_width, 3), 'uint8',
+                     'rgb') for camera in self.image_pubs]
+        cameras = self.cameras
+        if cameras is None:
+            return []
+        out = []
+        for name, reader in cameras.readers.items():
+            if reader.size is not None:
+                width, height = reader.size   # rgb8 or bgr8: three channels
+                out.append((f'cameras/{name}/image_raw', (height, width, 3), 'uint8', 'rgb'))
+        return out
 
     def log_summary(self):
         """Log the counters every few seconds when they changed."""

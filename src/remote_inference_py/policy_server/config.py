@@ -57,6 +57,7 @@ class ServerConfig:
     robot_namespaces: Tuple[str, ...] = ('',)
     feature_topics: Tuple[str, ...] = ()
     rotate_180: Tuple[str, ...] = ()
+    convert_mono_to_rgb: bool = False
     chunk_length: int = 0
     max_clients: int = 1
     max_batch_size: int = 8
@@ -111,6 +112,7 @@ class ServerConfig:
             observation_wait_s=self.observation_wait_s,
             observation_history=self.observation_history, max_batch_size=self.max_batch_size,
             chunk_length=self.chunk_length, rotate_180=self.rotate_180,
+            convert_mono_to_rgb=self.convert_mono_to_rgb,
             extra_latency_s=self.extra_latency_s, extra_compute_s=self.extra_compute_s,
             presence_lease_s=self.presence_lease_s,
             max_requests_per_client=self.max_requests_per_client)

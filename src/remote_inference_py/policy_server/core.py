@@ -107,6 +107,7 @@ class ServerSettings:
     max_batch_size: int = 8
     chunk_length: int = 0
     rotate_180: Tuple[str, ...] = ()
+    convert_mono_to_rgb: bool = False
     extra_latency_s: float = 0.0
     presence_lease_s: float = PRESENCE_LEASE_S
     max_requests_per_client: int = 4
@@ -244,7 +245,8 @@ class PolicyServerCore:
         self.spec = spec = runtime.spec
         self.clock = clock
         self.sleep = sleep or time.sleep
-        self.assembler = ObservationAssembler(spec, calibration, settings.rotate_180)
+        self.assembler = ObservationAssembler(spec, calibration, settings.rotate_180,
+                                              settings.convert_mono_to_rgb)
         try:
             self.action_converter = JointConverter(spec.semantics, spec.action_joints,
                                                    calibration)
@@ -263,8 +265,8 @@ class PolicyServerCore:
             deployment=settings.deployment, semantics=spec.semantics,
             action_names=spec.action_joints, action_rate=spec.fps,
             chunk_length=self.chunk_length,
-            features=tuple(FeatureDeclaration(f.name, tuple(f.shape), f.dtype, f.kind)
-                           for f in spec.features),
+            features=tuple(FeatureDeclaration(f.name, tuple(f.shape), f.dtype, f.kind,
+                                              f.resizes) for f in spec.features),
             merge_modes=MERGE_MODES if runtime.supports_prefix else PLAIN_MERGE_MODES,
             presence_lease_s=settings.presence_lease_s,
             max_requests_in_flight=settings.max_requests_per_client)

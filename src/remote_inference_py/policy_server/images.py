@@ -20,13 +20,18 @@ Two steps, so that the subscription callback stays cheap:
 1. :func:`check_raw` / :func:`check_compressed` run when a message arrives: encoding or
    format, and size against the declared feature shape, from metadata only (a compressed
    image's header is read, not decoded). A bad frame is rejected with an :class:`InputError`
-   naming the problem and never used.
+   naming the problem and never used. A colour feature takes rgb8, bgr8, rgba8 and bgra8; a
+   mono8 or greyscale frame feeds it only when the feature allows it (``convert_mono``), and
+   a frame of another size only when the feature resizes (``resize: any``). Both return what
+   they will convert (:class:`Conversion`), which the server logs once.
 2. :func:`to_model_input` runs in the inference worker for the frames a request uses: decode
    (``sensor_msgs/Image``: rgb8, bgr8, rgba8, bgra8, mono8; 16UC1/mono16 depth in millimetres
    and 32FC1 depth in metres; ``sensor_msgs/CompressedImage``: JPEG and PNG, including
    ``compressedDepth`` 16-bit PNG; a uint16 depth feature takes 16UC1 or mono16, a float32
    one 32FC1), optional 180 degree rotation, resize to the model's size
-   (bilinear for colour, nearest for depth, which must not invent depths at edges), RGB
+   (colour: Pillow's bilinear filter, or torch's ``interpolate`` as LeRobot's asynchronous
+   server does, as the feature's ``interpolation`` says; depth: the nearest sample, which
+   must not invent depths at edges), RGB
    channel order, uint8 scaled to float32 [0, 1], depth converted to metres and clamped to
    the declared range, then the channel layout the model takes (chw or hwc).
 """
@@ -50,7 +55,9 @@ RAW_ENCODINGS = {
     '16UC1': (1, np.uint16, ''),
     '32FC1': (1, np.float32, ''),
 }
-COLOUR_ENCODINGS = ('rgb8', 'bgr8', 'rgba8', 'bgra8', 'mono8')
+COLOUR_ENCODINGS = ('rgb8', 'bgr8', 'rgba8', 'bgra8')
+MONO_ENCODING = 'mono8'
+MONO_MODES = ('1', 'L', 'LA', 'I', 'I;16', 'F')   # Pillow modes of a greyscale JPEG / PNG
 DEPTH_ENCODINGS = ('16UC1', 'mono16', '32FC1')
 COMPRESSED_DEPTH_HEADER_BYTES = 12   # image_transport's compressedDepth config header
 MILLIMETRES_PER_METRE = 1000.0
@@ -65,6 +72,43 @@ class InputError(ValueError):
         super().__init__(message)
         self.code = code
         self.stream = stream
+
+
+@dataclasses.dataclass(frozen=True)
+class Conversion:
+    """What the server does to a frame beyond decoding it, said once in the log."""
+
+    size: Tuple[int, int]        # (height, width) of the frames
+    model_size: Tuple[int, int]  # (height, width) the model takes
+    mono: str = ''               # the greyscale encoding repeated into three channels
+
+    def describe(self, feature: FeatureSpec) -> str:
+        """Say it in words, naming the feature, both sizes and the interpolation."""
+        parts = []
+        if self.size != self.model_size:
+            how = ('nearest sample' if feature.kind == 'depth'
+                   else _INTERPOLATION_TEXT[feature.interpolation])
+            parts.append(f'{_size_text(self.size)} frames resized to '
+                         f"{_size_text(self.model_size)} (the policy's input) by {how}")
+        if self.mono:
+            parts.append(f'{self.mono} frames converted to rgb (grey repeated in 3 channels, '
+                         'convert_mono)')
+        return f'{feature.name}: ' + '; '.join(parts)
+
+    def __bool__(self) -> bool:
+        """Whether there is anything to say."""
+        return self.size != self.model_size or bool(self.mono)
+
+
+_INTERPOLATION_TEXT = {
+    'pillow_bilinear': "Pillow's bilinear filter",
+    'torch_bilinear': "torch interpolate, bilinear, align_corners=False (as LeRobot's "
+                      'asynchronous server)',
+}
+
+
+def _size_text(size: Tuple[int, int]) -> str:
+    return f'{size[1]}x{size[0]}'
 
 
 @dataclasses.dataclass
@@ -100,37 +144,63 @@ def compressed_kind(fmt: str) -> str:
                                  f'compressedDepth png)')
 
 
-def _check_encoding(encoding: str, feature: FeatureSpec) -> None:
+def _colour_text(feature: FeatureSpec) -> str:
+    return ('rgb, 3 channels' if feature.channels == 3 else 'rgb, 1 channel (greyscale)')
+
+
+def _check_encoding(encoding: str, feature: FeatureSpec) -> str:
+    """Refuse an encoding the feature does not declare; return the greyscale one converted."""
     if feature.kind == 'rgb':
-        allowed = COLOUR_ENCODINGS if feature.channels == 3 else ('mono8',)
+        allowed = COLOUR_ENCODINGS if feature.channels == 3 else (MONO_ENCODING,)
+        if encoding == MONO_ENCODING and feature.channels == 3:
+            if feature.convert_mono:
+                return encoding
+            raise InputError('encoding', f'camera {feature.name!r} sent {encoding!r} frames, but '
+                                         f'the feature declares {_colour_text(feature)} '
+                                         f'(expected {", ".join(allowed)}; to convert '
+                                         'greyscale, set convert_mono in the manifest or the '
+                                         "server's convert_mono_to_rgb parameter)")
     else:
         allowed = ('32FC1',) if feature.dtype == 'float32' else ('16UC1', 'mono16')
     if encoding not in allowed:
-        raise InputError('encoding', f'encoding {encoding!r} cannot feed {feature.kind} feature '
-                                     f'{feature.name!r} (accepted: {", ".join(allowed)})')
+        declared = (_colour_text(feature) if feature.kind == 'rgb'
+                    else f'depth, {feature.dtype}')
+        raise InputError('encoding', f'camera {feature.name!r} sent {encoding!r} frames, but the '
+                                     f'feature declares {declared} (expected '
+                                     f'{", ".join(allowed)})')
+    return ''
 
 
-def _check_size(height: int, width: int, feature: FeatureSpec) -> None:
+def _check_size(height: int, width: int, feature: FeatureSpec) -> Conversion:
+    """Refuse a frame size the feature cannot take; return the resize it needs."""
     want_h, want_w = feature.image_size
-    if (height, width) != (want_h, want_w):
+    if feature.resizes:
+        if height < 1 or width < 1:
+            raise InputError('size', f'image is {width}x{height} (width x height): empty, for '
+                                     f'feature {feature.name!r}')
+    elif (height, width) != (want_h, want_w):
         raise InputError('size', f'image is {width}x{height} (width x height) but feature '
-                                 f'{feature.name!r} declares {want_w}x{want_h}')
+                                 f'{feature.name!r} declares {want_w}x{want_h} and is not '
+                                 'resized (resize: fixed)')
+    return Conversion((height, width), feature.model_size if feature.model_shape
+                      else (want_h, want_w))
 
 
-def check_raw(image: RawImage, feature: FeatureSpec) -> None:
+def check_raw(image: RawImage, feature: FeatureSpec) -> Conversion:
     """Reject a raw image whose encoding, size or buffer cannot feed ``feature``."""
-    _check_encoding(image.encoding, feature)
-    _check_size(image.height, image.width, feature)
+    mono = _check_encoding(image.encoding, feature)
+    conversion = _check_size(image.height, image.width, feature)
     channels, dtype, _ = RAW_ENCODINGS[image.encoding]
     row = image.width * channels * np.dtype(dtype).itemsize
     if image.step < row or len(image.data) < image.step * image.height:
         raise InputError('buffer', f'image buffer of {len(image.data)} bytes with step '
                                    f'{image.step} is too small for {image.width}x{image.height} '
                                    f'{image.encoding}')
+    return dataclasses.replace(conversion, mono=mono)
 
 
-def check_compressed(image: CompressedImage, feature: FeatureSpec) -> None:
-    """Reject a compressed image whose format or header size cannot feed ``feature``."""
+def check_compressed(image: CompressedImage, feature: FeatureSpec) -> Conversion:
+    """Reject a compressed image whose format, mode or header size cannot feed ``feature``."""
     kind = compressed_kind(image.format)
     if (kind == 'depth_png') != (feature.kind == 'depth') or (
             kind == 'depth_png' and feature.dtype != 'uint16'):
@@ -141,10 +211,21 @@ def check_compressed(image: CompressedImage, feature: FeatureSpec) -> None:
     try:
         with Image.open(io.BytesIO(data)) as header:
             width, height = header.size
+            mode = header.mode
     except (UnidentifiedImageError, OSError, ValueError) as error:
         raise InputError('corrupt', f'corrupt {_label(kind)} for feature {feature.name!r}: '
                                     f'{error}') from None
-    _check_size(height, width, feature)
+    mono = ''
+    if feature.kind == 'rgb':
+        grey = mode in MONO_MODES
+        if grey and feature.channels == 3:
+            mono = _check_encoding(MONO_ENCODING, feature) and f'greyscale {_label(kind)}'
+        elif not grey and feature.channels == 1:
+            raise InputError('encoding', f'camera {feature.name!r} sent colour {_label(kind)} '
+                                         f'frames (mode {mode}), but the feature declares '
+                                         f'{_colour_text(feature)} (expected a greyscale '
+                                         f'{_label(kind)})')
+    return dataclasses.replace(_check_size(height, width, feature), mono=mono)
 
 
 def _label(kind: str) -> str:
@@ -201,7 +282,8 @@ def decode_compressed(image: CompressedImage, feature: FeatureSpec) -> np.ndarra
     return array[:, :, None] if array.ndim == 2 else array
 
 
-def _resize(array: np.ndarray, size: Tuple[int, int], depth: bool) -> np.ndarray:
+def _resize(array: np.ndarray, size: Tuple[int, int], depth: bool,
+            interpolation: str = 'pillow_bilinear') -> np.ndarray:
     """Resize ``(h, w, c)`` to ``size`` = (height, width)."""
     from PIL import Image
     height, width = size
@@ -209,6 +291,13 @@ def _resize(array: np.ndarray, size: Tuple[int, int], depth: bool) -> np.ndarray
         resized = Image.fromarray(array[:, :, 0].astype(np.float32), mode='F').resize(
             (width, height), Image.NEAREST)
         return np.asarray(resized, dtype=np.float32)[:, :, None]
+    if interpolation == 'torch_bilinear':
+        # LeRobot's asynchronous server: interpolate the uint8 (C, H, W) frame, no antialias.
+        import torch
+        frame = torch.from_numpy(np.array(array, order='C')).permute(2, 0, 1).unsqueeze(0)
+        resized = torch.nn.functional.interpolate(frame, size=(height, width), mode='bilinear',
+                                                  align_corners=False)
+        return resized[0].permute(1, 2, 0).numpy()
     if array.shape[2] == 1:
         resized = Image.fromarray(array[:, :, 0]).resize((width, height), Image.BILINEAR)
         return np.asarray(resized)[:, :, None]
@@ -248,9 +337,11 @@ def to_model_input(image: Any, feature: FeatureSpec, rotate_180: bool = False,
             array *= np.float32(1.0 / MILLIMETRES_PER_METRE)
         array = np.nan_to_num(array, nan=0.0, posinf=0.0, neginf=0.0)
     elif feature.channels == 3 and array.shape[2] == 1:
+        if not feature.convert_mono:
+            _check_encoding(MONO_ENCODING, feature)   # raises, naming the feature
         array = np.repeat(array, 3, axis=2)   # mono camera feeding a colour feature
     if array.shape[:2] != feature.model_size:
-        array = _resize(array, feature.model_size, depth)
+        array = _resize(array, feature.model_size, depth, feature.interpolation)
     if feature.model_dtype == 'uint8':   # the model scales and normalizes itself
         return np.ascontiguousarray(array.transpose(2, 0, 1) if feature.layout == 'chw'
                                     else array)

@@ -70,13 +70,15 @@ sampled exactly as LeRobot's plain ``predict_action_chunk`` does.
 LeRobot's config does not record joint names, the action rate or the resolution the cameras
 publish. Without a manifest they default to the SO-101: state and action names
 ``shoulder_pan.pos`` ... ``gripper.pos`` (6 values), the ``semantics`` parameter (default
-``so101-degrees-gripper-percent-v1``), the ``fps`` parameter (required), and each camera
-published at the policy's input resolution on ``cameras/<name>/image_raw`` (other topics: the
-server's ``feature_topics`` parameter). A manifest beside it (``manifest`` parameter) declares
-joints, published image sizes and topics instead; it is checked against the checkpoint (feature
-names, shapes, history, action count) and its normalization is ignored, since the processors
-normalize. Any mismatch is a :class:`~.runtimes.RuntimeLoadError` naming it, so the server stops
-before any motion (exit code 2).
+``so101-degrees-gripper-percent-v1``), the ``fps`` parameter (required), and each camera on
+``cameras/<name>/image_raw`` (other topics: the server's ``feature_topics`` parameter) at any
+size: frames are resized to the policy's input size as LeRobot's asynchronous server does
+(``resize: any``, ``interpolation: torch_bilinear``; :mod:`.images`). A manifest beside it
+(``manifest`` parameter) declares joints, published image sizes and topics instead; it is
+checked against the checkpoint (feature names, shapes, history, action count) and its
+normalization is ignored, since the processors normalize. Any mismatch is a
+:class:`~.runtimes.RuntimeLoadError` naming it, so the server stops before any motion (exit
+code 2).
 
 ``REMOTE_INFERENCE_POLICY_SEED`` (an integer, unset by default) reseeds torch's random number
 generator before every forward pass: a diffusion policy then answers the same observation with
@@ -374,7 +376,8 @@ def spec_from_lerobot_config(input_features: Dict[str, object], action_dim: int,
         elif kind == 'visual':
             channels, height, width = shape
             features.append({'name': name, 'kind': 'rgb', 'shape': [height, width, channels],
-                             'dtype': 'uint8', 'model_shape': shape, 'history': history})
+                             'dtype': 'uint8', 'model_shape': shape, 'history': history,
+                             'resize': 'any', 'interpolation': 'torch_bilinear'})
         else:
             raise RuntimeLoadError(f'input feature {name!r} of type {kind!r} is not supported '
                                    '(state and visual are); give a manifest')

@@ -49,6 +49,29 @@ A manifest is a small JSON or YAML file (``model.pt2`` + ``model.json``; see
         shape: [480, 640, 1]
         dtype: uint16                    # 16UC1 millimetres, or float32 metres (32FC1)
         depth_range_m: [0.1, 2.0]        # clamp before normalization
+      - name: observation.images.wrist
+        kind: rgb
+        shape: [96, 128, 3]              # with resize: any, the size it was trained on
+        model_shape: [3, 96, 128]
+        resize: any                      # frames of any height x width are resized (below)
+        interpolation: torch_bilinear    # how: torch_bilinear or pillow_bilinear (default)
+        convert_mono: true               # mono8 / greyscale frames are accepted (default: no)
+
+Image sizes. With ``resize: fixed`` (the default) a frame must be exactly ``shape``'s height
+and width, and is resized to ``model_shape`` when that differs; with ``resize: any`` a frame
+of any height and width (with the declared channels) is resized to ``model_shape``, and
+``shape`` is only the size the policy was trained on (what admission compares, see
+:mod:`remote_inference_py.contract.admission`). ``interpolation`` names how colour frames are
+resized: ``pillow_bilinear`` (Pillow's BILINEAR: a triangle filter that averages every source
+pixel under it when shrinking) or ``torch_bilinear`` (``torch.nn.functional.interpolate``,
+``mode='bilinear'``, ``align_corners=False``, on the uint8 frame: what LeRobot's asynchronous
+inference server does, ``resize_robot_observation_image``). Depth is always resized by the
+nearest sample (no invented depths at edges).
+
+Encodings. A colour feature takes rgb8, bgr8, rgba8 and bgra8 frames (reordering channels loses
+nothing); a mono8 (or greyscale JPEG/PNG) frame on a 3-channel feature is refused by name
+unless ``convert_mono: true`` (or the server's ``convert_mono_to_rgb`` parameter) allows it:
+the grey value is then repeated in the three channels, and the server says so once in its log.
 
 The model is called as ``model(*inputs)`` with one float32 tensor per feature, in the order of
 ``features``: ``[batch, *model_shape]``, or ``[batch, history, *model_shape]`` when
@@ -85,6 +108,10 @@ KINDS = ('state', 'rgb', 'depth', 'privileged')
 NORMALIZATION_MODES = ('identity', 'mean_std', 'min_max')
 LAYOUTS = ('chw', 'hwc')
 MODEL_DTYPES = ('float32', 'uint8')
+RESIZE_MODES = ('fixed', 'any')
+"""``fixed``: frames must be the declared size; ``any``: frames of any size are resized."""
+INTERPOLATIONS = ('pillow_bilinear', 'torch_bilinear')
+"""How colour frames are resized (see the module docstring)."""
 PRIVILEGED_MESSAGES = ('std_msgs/Float64MultiArray', 'geometry_msgs/PoseStamped')
 JOINT_SUFFIX = '.pos'
 EPSILON = 1e-8
@@ -211,6 +238,14 @@ class FeatureSpec:
     depth_range_m: Optional[Tuple[float, float]] = None
     topic: str = ''
     message: str = ''
+    resize: str = 'fixed'
+    interpolation: str = 'pillow_bilinear'
+    convert_mono: bool = False
+
+    @property
+    def resizes(self) -> bool:
+        """Whether frames of any height and width are resized to the model's size."""
+        return self.is_image and self.resize == 'any'
 
     @property
     def joints(self) -> Tuple[str, ...]:
@@ -265,6 +300,12 @@ class FeatureSpec:
             out['depth_range_m'] = list(self.depth_range_m)
         if self.topic:
             out['topic'] = self.topic
+        if self.resize != 'fixed':
+            out['resize'] = self.resize
+        if self.interpolation != 'pillow_bilinear':
+            out['interpolation'] = self.interpolation
+        if self.convert_mono:
+            out['convert_mono'] = True
         if self.message:
             out['message'] = self.message
         return out
@@ -369,6 +410,11 @@ def _feature_from_dict(data: Any, index: int, semantics: str) -> FeatureSpec:
     model_dtype = 'float32'
     depth_range = None
     message = ''
+    resize, interpolation, convert_mono = 'fixed', 'pillow_bilinear', False
+    if kind not in ('rgb', 'depth') and any(
+            key in data for key in ('resize', 'interpolation', 'convert_mono')):
+        raise ManifestError(f'{where}: resize, interpolation and convert_mono apply to image '
+                            'features only')
     if kind in ('state', 'privileged'):
         if len(shape) != 1:
             raise ManifestError(f'{where}: shape of a {kind} feature must be [n], got '
@@ -437,12 +483,26 @@ def _feature_from_dict(data: Any, index: int, semantics: str) -> FeatureSpec:
                 raise ManifestError(f'{where}: depth_range_m must satisfy 0 <= min < max, '
                                     f'got {value!r}')
             depth_range = (low, high)
+        resize = str(data.get('resize', 'fixed'))
+        if resize not in RESIZE_MODES:
+            raise ManifestError(f'{where}: resize {resize!r} is not one of '
+                                f'{", ".join(RESIZE_MODES)}')
+        interpolation = str(data.get('interpolation', 'pillow_bilinear'))
+        if interpolation not in INTERPOLATIONS:
+            raise ManifestError(f'{where}: interpolation {interpolation!r} is not one of '
+                                f'{", ".join(INTERPOLATIONS)}')
+        convert_mono = data.get('convert_mono', False)
+        if not isinstance(convert_mono, bool) or (convert_mono and (
+                kind != 'rgb' or channels != 3)):
+            raise ManifestError(f'{where}: convert_mono is true or false, and true only on an '
+                                f'rgb feature with 3 channels, got {convert_mono!r}')
     normalization = Normalization.from_dict(data.get('normalization'), where)
     feature = FeatureSpec(name=name, kind=kind, shape=shape, dtype=dtype, names=names,
                           semantics=feature_semantics, model_shape=model_shape, layout=layout,
                           model_dtype=model_dtype, history=history, normalization=normalization,
                           depth_range_m=depth_range, topic=str(data.get('topic', '')),
-                          message=message)
+                          message=message, resize=resize, interpolation=interpolation,
+                          convert_mono=convert_mono)
     normalization.check_broadcast(feature.model_shape, where)
     return feature
 

@@ -153,6 +153,9 @@ PARAMETERS = {spec.name: spec for spec in (
               'entries are used as written.'),
     ParamSpec('rotate_180', None, T.PARAMETER_STRING_ARRAY,
               'Image features to rotate by 180 degrees (cameras mounted upside down).'),
+    ParamSpec('convert_mono_to_rgb', False, T.PARAMETER_BOOL,
+              'Let 3-channel colour features take mono8 / greyscale frames (grey repeated in '
+              'three channels, said once in the log); false: refused by name.'),
     ParamSpec('chunk_length', 0, T.PARAMETER_INTEGER,
               "Steps per published chunk (first steps of the model's); 0: all.",
               low=0, high=100000),
@@ -305,7 +308,12 @@ class PolicyServerNode(Node):
         parts = []
         if self.core.assembler.state_joints:
             parts.append(f'joint_states ({", ".join(self.core.assembler.state_joints)})')
-        parts += [f'{topic} -> {name}' for name, topic in self.topics.items()]
+        for name, topic in self.topics.items():
+            feature = self.runtime.spec.feature(name)
+            resized = (f' (frames of any size resized to {feature.model_size[1]}x'
+                       f'{feature.model_size[0]}, {feature.interpolation})'
+                       if feature.resizes else '')
+            parts.append(f'{topic} -> {name}{resized}')
         return '; '.join(parts)
 
     # ---- parameters ---------------------------------------------------------------------
@@ -360,12 +368,19 @@ class PolicyServerNode(Node):
                          msg.is_bigendian)
         self._rejected(robot, feature, self.scheduler.on_image(
             robot, feature, self._stamp(robot, feature, msg.stamp_ns), image))
+        self._log_conversions(robot)
 
     def on_compressed(self, robot, feature, msg):
         """Hand a compressed image to the scheduler."""
         image = CompressedImage(msg.format, msg.data)
         self._rejected(robot, feature, self.scheduler.on_image(
             robot, feature, self._stamp(robot, feature, msg.header.stamp), image))
+        self._log_conversions(robot)
+
+    def _log_conversions(self, robot):
+        """Say once how frames of a new size or encoding are resized or converted."""
+        for text in self.core.assembler.take_notes():
+            self.get_logger().info(f'{robot + "/" if robot else ""}{text}')
 
     def on_pose(self, robot, feature, msg):
         """Hand a pose (x, y, z, qx, qy, qz, qw) to the scheduler."""
@@ -421,7 +436,7 @@ class PolicyServerNode(Node):
             kind=feature.kind, names=list(feature.joints if feature.kind == 'state'
                                           else feature.names),
             semantics=feature.semantics,
-            topic=self.topics.get(feature.name, 'joint_states'))
+            topic=self.topics.get(feature.name, 'joint_states'), resizes=feature.resizes)
 
     def on_admit(self, robot, request, response):
         """Admit a client whose contract matches, or say what differed."""

@@ -156,9 +156,19 @@ class ObservationAssembler:
     """Assemble model inputs for one policy from a robot's stream buffers, by name."""
 
     def __init__(self, spec: PolicySpec, calibration: Optional[Calibration] = None,
-                 rotate_180: Sequence[str] = ()):
-        """Prepare unit converters and the list of streams the policy needs."""
+                 rotate_180: Sequence[str] = (), convert_mono: bool = False):
+        """Prepare unit converters and the list of streams the policy needs.
+
+        ``convert_mono`` (the server's ``convert_mono_to_rgb``) lets every 3-channel colour
+        feature take mono8 frames, as the manifest's ``convert_mono`` does for one feature.
+        """
+        if convert_mono:
+            spec = dataclasses.replace(spec, features=tuple(
+                dataclasses.replace(f, convert_mono=True)
+                if f.kind == 'rgb' and f.channels == 3 else f for f in spec.features))
         self.spec = spec
+        self._said: set = set()            # conversions already announced (see image_sample)
+        self.notes: List[str] = []         # conversions to announce once, oldest first
         self.rotate_180 = frozenset(rotate_180)
         unknown = sorted(self.rotate_180 - {f.name for f in spec.features if f.is_image})
         if unknown:
@@ -229,13 +239,25 @@ class ObservationAssembler:
         return np.array([index[joint] for joint in self.state_joints], dtype=np.intp)
 
     def image_sample(self, feature_name: str, stamp_ns: int, image: Any) -> Sample:
-        """Check an image's metadata (encoding, size); return the sample or raise InputError."""
+        """Check an image's metadata (encoding, size); return the sample or raise InputError.
+
+        The first frame of each size and encoding that needs resizing or converting adds a
+        line to :attr:`notes`, naming the feature, both sizes and how (the server logs it).
+        """
         feature = self.spec.feature(feature_name)
         if isinstance(image, images.CompressedImage):
-            images.check_compressed(image, feature)
+            conversion = images.check_compressed(image, feature)
         else:
-            images.check_raw(image, feature)
+            conversion = images.check_raw(image, feature)
+        if conversion and (feature_name, conversion) not in self._said:
+            self._said.add((feature_name, conversion))
+            self.notes.append(conversion.describe(feature))
         return Sample(stamp_ns, image)
+
+    def take_notes(self) -> List[str]:
+        """Return and forget the conversions not yet announced."""
+        notes, self.notes = self.notes, []
+        return notes
 
     def privileged_sample(self, feature_name: str, stamp_ns: int,
                           values: Sequence[float]) -> Sample:
