@@ -51,7 +51,8 @@ LEVELS = {
     evaluation_stats evaluation_task executor_admission executor_config executor_core
     executor_flight executor_properties flow_sampler hardware_commands image_cdr merge
     node_configs params policy_admission policy_core policy_flight policy_images
-    policy_manifest policy_observation policy_runtimes readme_python_example refill semantics
+    numpy_compat policy_manifest policy_observation policy_runtimes readme_python_example refill
+    semantics
     ticker
     """,
     'tools': """
