@@ -52,8 +52,8 @@ LEVELS = {
     executor_flight executor_hold executor_properties executor_requests executor_timeline
     executor_validation flow_sampler hardware_commands image_cdr lerobot_compat merge
     node_configs params policy_admission policy_core policy_flight policy_images
-    policy_manifest policy_observation policy_runtimes policy_scheduler readme_python_example
-    refill semantics ticker
+    numpy_compat policy_manifest policy_observation policy_runtimes policy_scheduler
+    readme_python_example refill semantics ticker
     """,
     'tools': """
     analysis cameras evaluation_cli evaluation_expert evaluation_learned evaluation_simtime

@@ -35,7 +35,9 @@ import yaml
 from remote_inference_py.transport import frame_ring
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-INSTALL_LIB = ROOT / 'install' / 'remote_inference' / 'lib' / 'remote_inference'
+# ./run names the install it sourced (install/, or install-ros-apt/ with RI_ROS_APT=1).
+INSTALL_LIB = pathlib.Path(os.environ.get('RI_INSTALL_BASE', ROOT / 'install')) / \
+    'remote_inference' / 'lib' / 'remote_inference'
 PEERS = pathlib.Path(__file__).resolve().parent / 'peers'
 
 
