@@ -156,6 +156,18 @@ def test_server_loss_and_shutdown_close_every_request_by_name():
     assert out.state == State.STOPPED and core.stats().requests_in_flight == 0
 
 
+def test_stop_and_fault_date_the_shutdown_with_their_now():
+    core, loop = two_in_flight()
+    core.stop(0.8125)
+    assert 'requests 2, 3 abandoned at shutdown at t=0.812' in ' '.join(loop.tick().events)
+
+    core, loop = two_in_flight()
+    core.fault('camera lost', 0.8375)
+    out = loop.tick()
+    assert 'requests 2, 3 abandoned at shutdown at t=0.838' in ' '.join(out.events)
+    assert out.state == State.STOPPING and core.stats().message.startswith('fault: camera lost')
+
+
 def test_one_in_flight_keeps_the_one_request_rule():
     """The same script with max 1: request 3 waits for request 2's answer."""
     core, loop = flight_core(max_in_flight=1, refill_seconds=0.6)

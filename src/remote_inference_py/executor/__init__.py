@@ -17,6 +17,7 @@ The executor room: plays chunks on the robot at the action rate and asks for the
 
 Pure: :mod:`.config` (frozen settings), :mod:`.admission` (the handshake with a policy server
 before motion), :mod:`.refill` (when to ask), :mod:`.merge` (how a new chunk joins the plan,
-and blending), :mod:`.core` (the state machine: buffer, hold, faults, return). ROS:
+and blending), :mod:`.core` (the state machine: buffer, hold, faults, return) over its parts
+:mod:`.timeline`, :mod:`.requests`, :mod:`.validation`, :mod:`.hold` and :mod:`.stats`. ROS:
 :mod:`.node` maps parameters, topics and services onto the handshake and the core.
 """

@@ -26,7 +26,8 @@ concern and are tested alone:
 - `validation.py` (:class:`ChunkValidator`): whether a chunk's content can be played.
 - `hold.py` (:class:`Hold`, :class:`ReturnHome`): the robot's feedback, the hold target, the
   wait, and the return to the initial pose.
-- `stats.py` (:class:`Counters`): the counters of the status topic.
+- `stats.py` (:class:`Status`, :class:`Counters`): the state, its message and the events to
+  log; the counters of the status topic.
 
 The core holds the state (IDLE .. FAULT) and decides what changes it: holding, the wait and
 its grace, faults, the shutdown and the return; it keeps the events to log. `stop(now)` and
@@ -141,7 +142,7 @@ class ExecutorCore:
         self._timeline = Timeline(config)
         self._requests = RequestTable()
         self._validator = ChunkValidator(config)
-        self._robot = Hold(config.joint_names)
+        self._robot = Hold(config.joint_names)   # feedback, hold target, the wait
         self._return = None           # ReturnHome while STOPPING
         self._counters = Counters()
         self._status = Status(State.IDLE)   # the state, its message, the events to log
