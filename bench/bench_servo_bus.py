@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Benchmark one read-plus-write cycle of a 6-servo Feetech bus (not run in CI).
+"""Benchmark one read-plus-write cycle of a 6-servo Feetech bus (CI runs only its --smoke).
 
 A cycle is what the hardware node does per control tick: one SYNC_READ of Present_Position
 (6 replies) and one SYNC_WRITE of Goal_Position. The script reports:
