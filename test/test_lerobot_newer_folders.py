@@ -33,6 +33,7 @@ import pytest
 from test_policy_core import admit, serve_one
 
 from remote_inference_py.policy_server.core import PolicyServerCore, Request, ServerSettings
+from remote_inference_py.policy_server.export import main as export_main
 from remote_inference_py.policy_server.images import RawImage
 from remote_inference_py.policy_server.lerobot_folder import config_fields, known_steps
 from remote_inference_py.policy_server.lerobot_runtime import SEED_VARIABLE
@@ -114,9 +115,21 @@ def test_an_act_folder_saved_by_0_6_is_served_as_lerobot_0_4_predicts(folders):
     chunk = serve(runtime, sample)
     expected = reference(folders['act', '0.4'], sample)
     assert chunk.shape == expected.shape == (100, 6)
+    print(f'ACT 0.6 folder: max |served - LeRobot 0.4.4| {np.abs(chunk - expected).max():.1e}')
     assert np.abs(chunk - expected).max() < TOLERANCE
     # The user's folder is read, never written: the mapped files live in a temporary copy.
     assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
+
+
+def test_an_act_folder_saved_by_0_6_exports_to_pt2(folders, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        export_main([str(folders['act', '0.6']), str(tmp_path), '--fps', '30'])
+    assert exit_info.value.code == 0, capsys.readouterr().err
+    runtime = load_runtime(RuntimeOptions(checkpoint=str(tmp_path / 'model.pt2')))
+    assert runtime.kind == 'torch_export' and runtime.spec.chunk_length == 100
+    sample = [observation(6, [checkpoints.FRONT])]
+    assert np.abs(serve(runtime, sample) - reference(folders['act', '0.4'], sample)
+                  ).max() < TOLERANCE
 
 
 def test_diffusion_with_0_6_defaults_two_cameras_is_served_as_lerobot_0_4_predicts(
@@ -137,6 +150,8 @@ def test_diffusion_with_0_6_defaults_two_cameras_is_served_as_lerobot_0_4_predic
     chunk = serve(runtime, samples)
     expected = reference(folders['diffusion', '0.4'], samples, seed=5)
     assert chunk.shape == expected.shape == (32, 6)
+    print(f'diffusion 0.6 folder: max |served - LeRobot 0.4.4| '
+          f'{np.abs(chunk - expected).max():.1e}')
     assert np.abs(chunk - expected).max() < TOLERANCE
     # Each camera has its own encoder: the wrist frame matters.
     swapped = [(pose, {checkpoints.FRONT: frames[checkpoints.FRONT],

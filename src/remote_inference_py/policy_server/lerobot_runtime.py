@@ -19,9 +19,11 @@ A checkpoint is the folder ``lerobot-train`` writes (``.../checkpoints/last/pret
 ``config.json``, ``model.safetensors`` and the processors LeRobot 0.4 saves beside them
 (``policy_preprocessor.json`` / ``policy_postprocessor.json`` with their ``.safetensors``
 statistics). The policy is loaded once with those processors (normalization, device placement),
-as LeRobot's own ``policy_server`` does. The server then feeds ``observation.state`` in the
-policy's units and images as float32 ``[B, C, H, W]`` in [0, 1] plus the task text, and takes
-the chunk the policy predicts through the post-processor.
+as LeRobot's own ``policy_server`` does. A folder saved by LeRobot 0.5 or 0.6 is read through a
+mapped copy (:mod:`.lerobot_folder`, :mod:`.lerobot_compat`), and every folder's weights are
+checked to load (LeRobot loads them with ``strict=False``). The server then feeds
+``observation.state`` in the policy's units and images as float32 ``[B, C, H, W]`` in [0, 1]
+plus the task text, and takes the chunk the policy predicts through the post-processor.
 
 Versions. ``lerobot`` is optional and imported lazily by :func:`import_lerobot`, which raises a
 named error instead of a traceback when it is missing (:class:`LeRobotMissing`, saying what to
