@@ -31,7 +31,8 @@ from remote_inference_py.contract.plan import CommittedPlan, plan_from_fields
 from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.executor.core import Chunk, ExecutorCore
 from remote_inference_py.executor.merge import Plan, rtc_chunk
-from remote_inference_py.policy_server.core import PolicyServerCore, Request, ServerSettings
+from remote_inference_py.policy_server.config import ServerConfig
+from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
 
 JOINTS = ('j1', 'j2')
@@ -152,13 +153,13 @@ def admit(core, mode):
 
 
 def test_only_a_policy_that_conditions_on_the_plan_offers_rtc():
-    plain = PolicyServerCore(ServerSettings(deployment='so101'), DemoRuntime())
+    plain = PolicyServerCore(ServerConfig(deployment='so101'), DemoRuntime())
     assert 'rtc' not in plain.contract.merge_modes
     refused = admit(plain, 'rtc')
     assert not refused.success
     assert "merge mode 'rtc' is not supported (rtc needs a policy that generates chunks " \
            'conditioned on the committed plan' in refused.message
-    echo = PolicyServerCore(ServerSettings(deployment='so101'), PlanEchoRuntime())
+    echo = PolicyServerCore(ServerConfig(deployment='so101'), PlanEchoRuntime())
     assert 'rtc' in echo.contract.merge_modes and admit(echo, 'rtc').success
     contract = ServerContract('d', 's', ('a',), 30.0, 50, (), PLAIN_MERGE_MODES)
     request = AdmitRequest(contract.protocol_version, 'c', 'd', 's', ('a',), 30.0, (), 'aligned',
@@ -169,7 +170,7 @@ def test_only_a_policy_that_conditions_on_the_plan_offers_rtc():
 
 def test_the_server_shifts_the_plan_to_its_capture_and_hands_it_over_in_policy_units():
     runtime = PlanEchoRuntime()   # degrees, gripper percent
-    core = PolicyServerCore(ServerSettings(deployment='so101'), runtime)
+    core = PolicyServerCore(ServerConfig(deployment='so101'), runtime)
     session = admit(core, 'rtc').session_id
     joints = core.spec.action_joints
     step_ns = int(1e9 / 30)
@@ -196,7 +197,7 @@ def test_a_plan_is_only_handed_to_runtimes_that_ask_for_it():
         def infer(self, inputs, tasks):   # no prefixes argument: must never get one
             return super().infer(inputs, tasks)
 
-    core = PolicyServerCore(ServerSettings(deployment='so101'), Plain())
+    core = PolicyServerCore(ServerConfig(deployment='so101'), Plain())
     session = admit(core, 'aligned').session_id
     core.on_joint_states('', 2_000_000_000, core.spec.action_joints, np.zeros(6))
     core.on_request(Request('', session, 1, 1_000_000_000, plan=CommittedPlan(

@@ -21,7 +21,8 @@ from remote_inference_py.evaluation.expert import (
     ArmKinematics, CUBE_FEATURE, cube_yaw_directions, ExpertSettings, PickExpert, Segment,
     STATE_FEATURE)
 from remote_inference_py.evaluation.task import INITIAL_POSITIONS
-from remote_inference_py.policy_server.core import PolicyServerCore, ServerSettings
+from remote_inference_py.policy_server.config import ServerConfig
+from remote_inference_py.policy_server.core import PolicyServerCore
 from remote_inference_py.policy_server.loading import load_runtime
 from remote_inference_py.policy_server.runtimes import RuntimeOptions, warm_up, zero_inputs
 
@@ -49,7 +50,7 @@ def test_the_server_loads_the_expert_with_a_privileged_cube_pose():
     assert cube.topic == 'sim/cube_pose'
     assert spec.chunk_length == 50 and spec.fps == 30.0
     warm_up(runtime, 1)
-    core = PolicyServerCore(ServerSettings(deployment='so101'), runtime)
+    core = PolicyServerCore(ServerConfig(deployment='so101'), runtime)
     declared = {f.name: f.kind for f in core.contract.features}
     assert declared[CUBE_FEATURE] == 'privileged'
 

@@ -30,7 +30,8 @@ import pytest
 from remote_inference_py.contract.admission import AdmitRequest
 from remote_inference_py.evaluation import flow
 from remote_inference_py.evaluation.learned import IMAGE_FEATURE
-from remote_inference_py.policy_server.core import PolicyServerCore, Request, ServerSettings
+from remote_inference_py.policy_server.config import ServerConfig
+from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.flow_runtime import FlowMatchingRuntime
 from remote_inference_py.policy_server.images import RawImage
 from remote_inference_py.policy_server.loading import load_runtime
@@ -211,7 +212,7 @@ def test_a_chunk_model_is_not_a_velocity_field(tmp_path, policy_path):
 
 def test_policy_server_core_round_trip(policy_path):
     runtime = load(policy_path)
-    core = PolicyServerCore(ServerSettings(deployment='so101', max_batch_size=2), runtime)
+    core = PolicyServerCore(ServerConfig(deployment='so101', max_batch_size=2), runtime)
     assert 'rtc' in core.contract.merge_modes
     contract = core.contract
     result = core.admit('', AdmitRequest(

@@ -29,8 +29,9 @@ from remote_inference_py.hardware import feetech
 from remote_inference_py.hardware.backend import (
     BackendError, BackendFault, BackendOpenError, check_limits)
 from remote_inference_py.hardware.commands import CommandLimits, CommandRejected
+from remote_inference_py.hardware.feetech import FeetechBusConfig
 from remote_inference_py.hardware.feetech_backend import (
-    backend_error, FeetechBackend, FeetechSettings, load_calibration)
+    backend_error, FeetechBackend, load_calibration)
 from remote_inference_py.hardware.runner import HardwareRunner, RunnerSettings, RunnerSink
 from remote_inference_py.hardware.sim import SimConfig
 from remote_inference_py.hardware.sim_backend import SimBackend
@@ -55,9 +56,8 @@ def wait_for(condition, timeout=5.0):
     return condition()
 
 
-def settings(port, **kwargs):
-    return FeetechSettings(port=port, joint_names=JOINTS, motor_ids=IDS, latency_timer_ms=2.0,
-                           **kwargs)
+def bus(port, **kwargs):
+    return FeetechBusConfig(port, tuple(zip(JOINTS, IDS)), latency_timer_ms=2.0, **kwargs)
 
 
 class Recorder(RunnerSink):
@@ -83,11 +83,12 @@ def limits_of(backend, max_relative_target=0.0):
 
 
 def test_calibration_must_name_every_joint_with_its_id():
-    assert load_calibration(settings('/dev/x')) == Calibration.default_so101()
+    assert load_calibration(bus('/dev/x')) == Calibration.default_so101()
     with pytest.raises(CalibrationError, match="joint 'gripper': motor id 9 differs"):
-        load_calibration(FeetechSettings('/dev/x', JOINTS, (1, 2, 3, 4, 5, 9), EXAMPLE))
+        load_calibration(FeetechBusConfig('/dev/x', tuple(zip(JOINTS, (1, 2, 3, 4, 5, 9)))),
+                         EXAMPLE)
     with pytest.raises(CalibrationError, match="joint 'elbow' is not in the calibration"):
-        load_calibration(FeetechSettings('/dev/x', ('elbow',), (3,), EXAMPLE))
+        load_calibration(FeetechBusConfig('/dev/x', (('elbow', 3),)), EXAMPLE)
 
 
 def test_configured_limits_must_lie_in_the_hardware_range():
@@ -106,7 +107,7 @@ def test_configured_limits_must_lie_in_the_hardware_range():
 def test_feetech_backend_writes_the_calibration_once_and_reads_radians():
     calibration = Calibration.load(EXAMPLE)
     with EmulatorProcess(positions=(850, 3400, 800, 3600, 950, 4000)) as emulator:
-        backend = FeetechBackend(settings(emulator.port, calibration_file=EXAMPLE))
+        backend = FeetechBackend(bus(emulator.port), EXAMPLE)
         backend.open()
         assert 'wrote the calibration file' in backend.warnings[0]
         assert emulator.get(6, 'Min_Position_Limit') == 2021
@@ -123,14 +124,14 @@ def test_feetech_backend_writes_the_calibration_once_and_reads_radians():
         assert backend.close(disable_torque=True) == ''
         assert emulator.get(1, 'Torque_Enable') == 0
         assert backend.close(disable_torque=True) == ''   # twice is fine
-        again = FeetechBackend(settings(emulator.port, calibration_file=EXAMPLE))
+        again = FeetechBackend(bus(emulator.port), EXAMPLE)
         again.open()
         assert again.warnings == []                           # already calibrated
         again.close(disable_torque=False)
 
 
 def test_feetech_backend_names_the_port_it_cannot_open():
-    backend = FeetechBackend(settings('/dev/does-not-exist-ttyUSB3'))
+    backend = FeetechBackend(bus('/dev/does-not-exist-ttyUSB3'))
     with pytest.raises(BackendOpenError, match="'/dev/does-not-exist-ttyUSB3'"):
         backend.open()
     with pytest.raises(BackendFault, match='not open'):
@@ -168,7 +169,7 @@ def test_each_driver_error_becomes_one_backend_error_with_its_message(error_type
 
 def test_feetech_backend_maps_a_driver_error_alike_in_read_write_and_torque():
     with EmulatorProcess() as emulator:
-        backend = FeetechBackend(settings(emulator.port, max_consecutive_failures=100))
+        backend = FeetechBackend(bus(emulator.port, max_consecutive_failures=100))
         backend.open()
         backend.set_torque(True)
         positions = backend.read(0.0).positions
@@ -191,7 +192,7 @@ def test_feetech_backend_maps_a_driver_error_alike_in_read_write_and_torque():
 
 def test_runner_refuses_commands_until_active_then_applies_the_newest():
     with EmulatorProcess() as emulator:
-        backend = FeetechBackend(settings(emulator.port))
+        backend = FeetechBackend(bus(emulator.port))
         backend.open()
         sink = Recorder()
         runner = HardwareRunner(backend, limits_of(backend), RunnerSettings(), sink, LOGGER)
@@ -219,7 +220,7 @@ def test_runner_refuses_commands_until_active_then_applies_the_newest():
 
 def test_runner_fault_can_switch_torque_off_when_configured():
     with EmulatorProcess() as emulator:
-        backend = FeetechBackend(settings(emulator.port, retries=0))
+        backend = FeetechBackend(bus(emulator.port, retries=0))
         backend.open()
         sink = Recorder()
         runner = HardwareRunner(backend, limits_of(backend),

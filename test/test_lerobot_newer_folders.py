@@ -32,7 +32,8 @@ import numpy as np
 import pytest
 from test_policy_core import admit, serve_one
 
-from remote_inference_py.policy_server.core import PolicyServerCore, Request, ServerSettings
+from remote_inference_py.policy_server.config import ServerConfig
+from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.export import main as export_main
 from remote_inference_py.policy_server.images import RawImage
 from remote_inference_py.policy_server.lerobot_folder import config_fields, known_steps
@@ -77,7 +78,7 @@ def observation(seed, cameras):
 
 def serve(runtime, observations):
     """Feed ``(pose, frames)`` one action period apart; return the chunk [policy units]."""
-    core = PolicyServerCore(ServerSettings(deployment='so101'), runtime)
+    core = PolicyServerCore(ServerConfig(deployment='so101'), runtime)
     session = admit(core)
     stamp = 1000 * MS
     for pose, frames in observations:

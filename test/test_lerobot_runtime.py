@@ -35,7 +35,8 @@ import pytest
 from test_policy_core import admit, serve_one
 
 from remote_inference_py.policy_server import lerobot_runtime
-from remote_inference_py.policy_server.core import PolicyServerCore, Request, ServerSettings
+from remote_inference_py.policy_server.config import ServerConfig
+from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.export import main as export_main
 from remote_inference_py.policy_server.images import RawImage
 from remote_inference_py.policy_server.lerobot_runtime import (
@@ -74,7 +75,7 @@ def to_policy(si):
 
 def serve(runtime, observations):
     """Feed ``(pose, frame)`` samples one action period apart; return the chunk [policy units]."""
-    core = PolicyServerCore(ServerSettings(deployment='so101'), runtime)
+    core = PolicyServerCore(ServerConfig(deployment='so101'), runtime)
     session = admit(core)
     stamp = 1000 * MS
     for pose, frame in observations:

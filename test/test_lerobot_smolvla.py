@@ -46,7 +46,8 @@ import pytest
 from test_policy_core import serve_one
 
 from remote_inference_py.contract.admission import AdmitRequest
-from remote_inference_py.policy_server.core import PolicyServerCore, Request, ServerSettings
+from remote_inference_py.policy_server.config import ServerConfig
+from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.images import RawImage
 from remote_inference_py.policy_server.lerobot_runtime import SEED_VARIABLE
 from remote_inference_py.policy_server.loading import load_runtime
@@ -97,7 +98,7 @@ def to_policy(si):
 
 def serve(runtime, sample, task, merge_mode='aligned'):
     """Serve one observation with ``task`` through the core; the chunk in policy units."""
-    core = PolicyServerCore(ServerSettings(deployment='so101'), runtime)
+    core = PolicyServerCore(ServerConfig(deployment='so101'), runtime)
     contract = core.contract
     result = core.admit('', AdmitRequest(
         protocol_version=contract.protocol_version, client_name='/executor',
@@ -162,7 +163,7 @@ def test_rtc_puts_the_frozen_rows_on_the_committed_plan(runtime):
             assert np.allclose(np.abs(plain - plan)[:frozen] / std, offset)
             assert error[10:].min() > 0.9 * offset
     # The rtc merge is offered at admission, and a plan longer than the chunk is cut.
-    assert 'rtc' in PolicyServerCore(ServerSettings(deployment='so101'),
+    assert 'rtc' in PolicyServerCore(ServerConfig(deployment='so101'),
                                      runtime).contract.merge_modes
     long_plan = np.concatenate([plain, plain]) + std
     guided = runtime.infer(inputs, ['pick'], [Prefix(long_plan, 2)])[0]

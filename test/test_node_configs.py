@@ -48,8 +48,9 @@ SIM = HardwareConfig(backend='sim', sim_render=False)
      "parameter 'joint_lower_limits' has 5 values for 6 joints"),
     ({'joint_lower_limits': [0.0] * 6}, "'joint_lower_limits' and 'joint_upper_limits' must be "
                                         'set together'),
-    ({'sim_initial_positions': [float('nan')] * 6}, 'not all finite'),
-    ({'command_timeout_s': 0.0}, 'command_timeout_s must be > 0'),
+    ({'sim_initial_positions': [float('nan')] * 6}, "parameter 'sim_initial_positions' is NaN"),
+    ({'command_timeout_s': 0.0}, "parameter 'command_timeout_s' is 0.0; expected 0.01 to"),
+    ({'baudrate': 9600}, "parameter 'baudrate' is 9600; expected one of 19200, 38400"),
 ])
 def test_hardware_config_names_what_is_wrong(changes, message):
     with pytest.raises(ValueError) as error:
@@ -66,8 +67,18 @@ def test_hardware_config_stores_unset_lists_as_none_and_builds_its_parts():
     assert config.sim_config().render and config.sim_config().cameras == ('front',)
     assert dataclasses.replace(config, sim_cameras=[]).sim_config().render is False
     assert config.runner_settings().publish_rate_hz == config.publish_rate_hz
-    # Feetech needs no sim settings; a sim setting it does not use is not checked then.
-    HardwareConfig(port='/dev/ttyACM0', sim_image_width=0)
+    # Every declared range holds whatever the backend, as it does for the parameter.
+    with pytest.raises(ValueError, match="'sim_image_width' is 0; expected 1 to 4096"):
+        HardwareConfig(port='/dev/ttyACM0', sim_image_width=0)
+
+
+def test_hardware_config_builds_the_servo_bus_config():
+    config = HardwareConfig(port='/dev/ttyACM0', baudrate=500000, bus_retries=0,
+                            max_consecutive_failures=7, latency_timer_ms=2.0,
+                            joint_names=['a', 'b'], motor_ids=[3, 4])
+    bus = config.feetech_bus()
+    assert (bus.port, bus.motors, bus.baudrate, bus.retries, bus.max_consecutive_failures,
+            bus.latency_timer_ms) == ('/dev/ttyACM0', (('a', 3), ('b', 4)), 500000, 0, 7, 2.0)
 
 
 def test_executor_node_settings():
@@ -76,7 +87,7 @@ def test_executor_node_settings():
     with pytest.raises(ValueError, match="parameter 'output_format' is 'twist'; expected one "
                                          'of joint_state, float64_multi_array, joint_trajectory'):
         NodeSettings(output_format='twist')
-    with pytest.raises(ValueError, match='admission_timeout_s must be in'):
+    with pytest.raises(ValueError, match="'admission_timeout_s' is 0.0; expected 0.1 to 3600"):
         NodeSettings(admission_timeout_s=0.0)
 
 
@@ -84,8 +95,8 @@ def test_executor_node_settings():
     ({'demo_image_size': [480]}, "parameter 'demo_image_size' must be [height, width], got "
                                  '[480]'),
     ({'feature_topics': ['front']}, "feature_topics entry 'front' is not 'feature=topic'"),
-    ({'robot_namespaces': ['a', 'a']}, 'robot_namespaces must be non-empty and unique'),
-    ({'deployment': ''}, 'deployment must not be empty'),
+    ({'robot_namespaces': ['a', 'a']}, "'robot_namespaces' must be non-empty and unique"),
+    ({'deployment': ''}, "parameter 'deployment' must not be empty"),
 ])
 def test_server_config_names_what_is_wrong(changes, message):
     with pytest.raises(ValueError) as error:
@@ -97,8 +108,7 @@ def test_server_config_parts():
     config = ServerConfig(robot_namespaces=['r1', 'r2'], feature_topics=['x = a/b'],
                           demo_cameras=['front'], observation_wait_s=0.5)
     assert config.topic_overrides() == {'x': 'a/b'}
-    assert config.server_settings().robots == ('r1', 'r2')
-    assert config.server_settings().observation_wait_s == 0.5
+    assert config.robot_namespaces == ('r1', 'r2') and config.observation_wait_s == 0.5
     options = config.runtime_options()
     assert options.demo_cameras == ('front',) and options.demo_image_size == (480, 640)
 

@@ -12,11 +12,14 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The one parameter convention: specs, start-up values, live values, configs, README."""
+"""One declaration per setting: parameters, descriptors, configs, live changes, README."""
 
 import dataclasses
 import importlib.util
+import math
 import pathlib
+import re
+from typing import Tuple
 
 import pytest
 from rcl_interfaces.msg import ParameterType as T
@@ -26,7 +29,9 @@ import yaml
 
 from remote_inference_py.common.node_main import ConfigError
 from remote_inference_py.common.params import (
-    build_config, coerce, declare_parameters, markdown_table, ParamSpec)
+    build_config, build_configs, coerce, declare_parameters, descriptor, LiveSettings,
+    markdown_table, ParamSpec, setting)
+from remote_inference_py.common.settings import check_settings, declared
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings, STRUCTURAL_FIELDS
 from remote_inference_py.executor.node import PARAMETERS as EXECUTOR
 from remote_inference_py.hardware.config import HardwareConfig
@@ -39,14 +44,18 @@ from remote_inference_py.policy_server.node import PARAMETERS as SERVER
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CONFIG_DIR = ROOT / 'config'
 SPECS = {'executor': EXECUTOR, 'hardware_interface': HARDWARE, 'policy_server': SERVER}
+CONFIGS = {'executor': (ExecutorConfig, NodeSettings), 'hardware_interface': (HardwareConfig,),
+           'policy_server': (ServerConfig,)}
+REQUIRED = {'hardware_interface': {'port': '/dev/ttyACM0'}}
+"""What a node needs besides the defaults to build its config (the servo bus's port)."""
 
 SPEC = (
-    ParamSpec('rate', 30.0, T.PARAMETER_DOUBLE, 'A rate [Hz].', low=1.0, high=100.0,
-              read_only=False),
-    ParamSpec('count', 3, T.PARAMETER_INTEGER, 'A count.', low=1, high=10),
-    ParamSpec('limits', [1.0, 2.0], T.PARAMETER_DOUBLE_ARRAY, 'Limits [rad].'),
-    ParamSpec('cameras', ['front'], T.PARAMETER_STRING_ARRAY, 'Cameras.'),
-    ParamSpec('unset', None, T.PARAMETER_STRING_ARRAY, 'Left unset.'),
+    ParamSpec('rate', 'double', 30.0, 'A rate.', unit='Hz', low=1.0, high=100.0, live=True),
+    ParamSpec('count', 'int', 3, 'A count.', low=1, high=10),
+    ParamSpec('limits', 'double[]', [1.0, 2.0], 'Limits.', unit='rad'),
+    ParamSpec('cameras', 'string[]', ['front'], 'Cameras.'),
+    ParamSpec('unset', 'string[]', None, 'Left unset.'),
+    ParamSpec('mode', 'string', 'a', 'A mode.', choices=('a', 'b')),
 )
 
 
@@ -68,7 +77,7 @@ def test_integers_are_accepted_for_doubles_and_ranges_still_hold():
         coerce(rate, T.PARAMETER_STRING, 'x')
     with pytest.raises(ConfigError, match=r"parameter 'count' must be an integer, got 2.5"):
         coerce(SPEC[1], T.PARAMETER_DOUBLE, 2.5)
-    gain = ParamSpec('gain', 1.0, T.PARAMETER_DOUBLE, 'Unbounded.')
+    gain = ParamSpec('gain', 'double', 1.0, 'Unbounded.')
     with pytest.raises(ConfigError, match="parameter 'gain' is NaN"):
         coerce(gain, T.PARAMETER_DOUBLE, float('nan'))
 
@@ -83,7 +92,7 @@ def test_declare_takes_start_up_values_and_names_a_bad_one(ros_context):
     try:
         values = declare_parameters(node, SPEC)
         assert values == {'rate': 10.0, 'count': 3, 'limits': [3.0, 4.0], 'cameras': [],
-                          'unset': []}
+                          'unset': [], 'mode': 'a'}
         assert node.get_parameter('rate').type_ == Parameter.Type.DOUBLE
         # Live: an integer for a double is that double; the range still refuses 0.
         assert node.set_parameters([Parameter('rate', value=20)])[0].successful
@@ -97,7 +106,8 @@ def test_declare_takes_start_up_values_and_names_a_bad_one(ros_context):
         node.destroy_node()
     for overrides, message in (({'rate': 500.0}, "'rate' is 500.0; expected 1.0 to 100.0"),
                                ({'count': 'x'}, "'count' must be an integer, got 'x'"),
-                               ({'cameras': [1, 2]}, "'cameras' must be a list of strings")):
+                               ({'cameras': [1, 2]}, "'cameras' must be a list of strings"),
+                               ({'mode': 'c'}, "'mode' is 'c'; expected one of a, b")):
         node = make_node(ros_context, overrides)
         try:
             with pytest.raises(ConfigError, match=message):
@@ -109,6 +119,7 @@ def test_declare_takes_start_up_values_and_names_a_bad_one(ros_context):
 def test_structural_executor_fields_are_read_only():
     assert all(EXECUTOR[name].read_only for name in STRUCTURAL_FIELDS)
     assert not EXECUTOR['refill_seconds'].read_only
+    assert descriptor(EXECUTOR['fps']).read_only and not descriptor(EXECUTOR['task']).read_only
 
 
 @pytest.mark.parametrize('config', sorted(p.name for p in CONFIG_DIR.glob('*.yaml')))
@@ -162,11 +173,78 @@ def test_the_readme_check_notices_a_changed_spec(tmp_path):
 def test_markdown_table_rows():
     table = markdown_table(SPEC)
     lines = table.splitlines()
-    assert lines[0] == '| parameter | type | default | range | live | description |'
-    assert lines[2] == '| `rate` | double | `30.0` | 1.0 to 100.0 | yes | A rate [Hz]. |'
-    assert lines[3] == '| `count` | int | `3` | 1 to 10 |  | A count. |'
-    assert lines[4] == '| `limits` | double[] | `[1.0, 2.0]` |  |  | Limits [rad]. |'
-    assert lines[6] == '| `unset` | string[] | (unset) |  |  | Left unset. |'
+    assert lines[0] == ('| parameter | type | default | unit | range or choices | live | '
+                        'description |')
+    assert lines[2] == '| `rate` | double | `30.0` | Hz | 1.0 to 100.0 | yes | A rate. |'
+    assert lines[3] == '| `count` | int | `3` |  | 1 to 10 |  | A count. |'
+    assert lines[4] == '| `limits` | double[] | `[1.0, 2.0]` | rad |  |  | Limits. |'
+    assert lines[6] == '| `unset` | string[] | (unset) |  |  |  | Left unset. |'
+    assert lines[7] == '| `mode` | string | `a` |  | a, b |  | A mode. |'
+
+
+def test_the_descriptor_says_type_unit_range_choices_and_read_only():
+    rate = descriptor(SPEC[0])
+    assert (rate.type, rate.description, rate.read_only) == (T.PARAMETER_DOUBLE, 'A rate [Hz].',
+                                                             False)
+    assert (rate.floating_point_range[0].from_value, rate.floating_point_range[0].to_value) \
+        == (1.0, 100.0)
+    count = descriptor(SPEC[1])
+    assert count.read_only and (count.integer_range[0].from_value,
+                                count.integer_range[0].to_value) == (1, 10)
+    assert descriptor(SPEC[5]).additional_constraints == 'one of: a, b'
+
+
+@dataclasses.dataclass(frozen=True)
+class Example:
+    """A config declared the way the nodes' are."""
+
+    size: int = setting(2, 'Entries.', low=1, high=10)
+    gain: float = setting(1.0, 'A gain.', unit='V', low=0.0, high=5.0, live=True)
+    cap: float = setting(3.0, 'At least the gain.', unit='V', low=0.0, high=5.0, live=True)
+    names: Tuple[str, ...] = setting(['a'], 'Names.', live=True)
+
+    def __post_init__(self):
+        check_settings(self)
+        if self.gain > self.cap:
+            raise ValueError(f'gain {self.gain} is above cap {self.cap}')
+
+
+def test_a_config_field_is_the_declaration():
+    specs = declared(Example)
+    assert [(s.name, s.type, s.default, s.live) for s in specs.values()] == [
+        ('size', 'int', 2, False), ('gain', 'double', 1.0, True), ('cap', 'double', 3.0, True),
+        ('names', 'string[]', ['a'], True)]
+    config = Example(gain=2, names=['x', 'y'])
+    assert config.gain == 2.0 and isinstance(config.gain, float) and config.names == ('x', 'y')
+    with pytest.raises(ValueError, match="parameter 'size' is 11; expected 1 to 10"):
+        Example(size=11)
+    with pytest.raises(ValueError, match="parameter 'size' must be an integer, got True"):
+        Example(size=True)
+
+
+def test_live_settings_validate_on_set_and_apply_once(ros_context):
+    node = Node('live_settings_test', context=ros_context)
+    applied = []
+    try:
+        config, = build_configs(declare_parameters(node, declared(Example).values()), Example)
+        live = LiveSettings(node, (config,), lambda configs, changes: applied.append(
+            (configs, changes)))
+        # The config's own check (a cross-field rule no range says) refuses, with its message.
+        result = node.set_parameters([Parameter('gain', value=4.0)])[0]
+        assert not result.successful and result.reason == 'gain 4.0 is above cap 3.0'
+        assert node.get_parameter('gain').value == 1.0 and applied == []
+        # Accepted: applied once with the new config and the change.
+        assert node.set_parameters_atomically([Parameter('cap', value=5.0),
+                                               Parameter('gain', value=4)]).successful
+        assert applied == [((Example(gain=4.0, cap=5.0),), {'cap': 5.0, 'gain': 4.0})]
+        assert live.configs == (Example(gain=4.0, cap=5.0),)
+        result = node.set_parameters([Parameter('size', value=3)])[0]
+        assert not result.successful and 'read-only' in result.reason
+        assert node.set_parameters([Parameter('names', value=['b'])])[0].successful
+        assert applied[-1] == ((Example(gain=4.0, cap=5.0, names=('b',)),), {'names': ['b']})
+        assert len(applied) == 2
+    finally:
+        node.destroy_node()
 
 
 def spec_default(spec):
@@ -176,28 +254,150 @@ def spec_default(spec):
     return tuple(spec.default) if isinstance(spec.default, list) else spec.default
 
 
-@pytest.mark.parametrize('specs, configs', [
-    (EXECUTOR, (ExecutorConfig, NodeSettings)),
-    (HARDWARE, (HardwareConfig,)),
-    (SERVER, (ServerConfig,)),
-], ids=['executor', 'hardware_interface', 'policy_server'])
-def test_every_parameter_is_a_field_of_the_nodes_frozen_config(specs, configs):
+@pytest.mark.parametrize('node', sorted(SPECS))
+def test_every_parameter_is_a_field_of_the_nodes_frozen_config(node):
+    specs, configs = SPECS[node], CONFIGS[node]
     fields = {f.name: f for config in configs for f in dataclasses.fields(config)}
     assert set(specs) <= set(fields), sorted(set(specs) - set(fields))
     assert all(config.__dataclass_params__.frozen for config in configs)
-    if configs[0] is ExecutorConfig:   # its own defaults serve the Python API
-        return
     for name, spec in specs.items():
-        default = fields[name].default
-        assert default == spec_default(spec) or (spec.default is None and default == ()), name
+        assert fields[name].default == spec_default(spec), name
+    # The values a node declares (unset lists as []) build what the dataclasses default to.
+    values = {name: [] if spec.default is None else spec.default
+              for name, spec in specs.items()}
+    values.update(REQUIRED.get(node, {}))
+    built = build_configs(values, *configs)
+    assert built == tuple(config(**REQUIRED.get(node, {})) if config is configs[0] else config()
+                          for config in configs)
 
 
 def test_live_fields_are_the_writable_parameters():
     assert set(HARDWARE_LIVE) == {n for n, s in HARDWARE.items() if not s.read_only}
     assert set(SERVER_LIVE) == {n for n, s in SERVER.items() if not s.read_only}
+    assert not set(STRUCTURAL_FIELDS) & {n for n, s in EXECUTOR.items() if s.live}
 
 
 def test_build_config_turns_a_refusal_into_a_config_error():
     with pytest.raises(ConfigError, match="parameter 'port' is empty"):
         build_config(HardwareConfig, {'backend': 'feetech', 'port': ''})
     assert build_config(ServerConfig, {'deployment': 'x'}).deployment == 'x'
+
+
+# ---- every bound of every parameter of every node: descriptor, config and README agree ----
+
+def edge_values(spec):
+    """Return ``[(value, inside)]`` just inside and just outside each bound of ``spec``."""
+    cases = []
+    for bound, outward in ((spec.low, -1), (spec.high, 1)):
+        if math.isinf(bound):
+            cases.append((bound, True))
+            continue
+        if spec.type.startswith('int'):
+            cases += [(bound, True), (bound + outward, False)]
+            if spec.high - spec.low >= 2:
+                cases.append((bound - outward, True))
+        else:
+            step = max(abs(bound), 1.0) * 1e-5   # beyond rclpy's (and our) 1e-6 tolerance
+            cases += [(bound, True), (bound + outward * step, False),
+                      (bound - outward * step, True)]
+            if bound != 0:
+                cases.append((bound * (1 + outward * 1e-7), True))   # on it, within 1e-6
+    return cases
+
+
+def as_parameter_value(spec, value):
+    """Return ``value`` as the parameter (a list setting gets it as its first entry)."""
+    if not spec.is_array:
+        return value
+    rest = list(spec.default or [])[1:] if spec.default else []
+    return [value] + rest
+
+
+def ranged(node):
+    return [spec for spec in SPECS[node].values() if spec.low is not None]
+
+
+def readme_rows(node):
+    """Return ``{name: [type, default, unit, range, live]}`` from the README's table."""
+    text = (ROOT / 'README.md').read_text()
+    begin = text.index(f'<!-- parameters:{node} (generated')
+    table = text[begin:text.index(f'<!-- parameters:{node} end -->')]
+    rows = {}
+    for line in table.splitlines():
+        if line.startswith('| `'):
+            cells = [c.strip() for c in re.split(r'(?<!\\)\|', line)[1:-1]]
+            rows[cells[0].strip('`')] = cells[1:6]
+    return rows
+
+
+def config_verdict(node, name, value):
+    """Return None when the node's config takes ``value`` for ``name``, else the message."""
+    values = {n: [] if s.default is None else s.default for n, s in SPECS[node].items()}
+    values.update(REQUIRED.get(node, {}), **{name: value})
+    try:
+        build_configs(values, *CONFIGS[node])
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
+def startup_verdict(spec, value):
+    """Return None when a start-up value passes the descriptor path, else the message."""
+    type_ = Parameter.Type.from_parameter_value(value).value
+    try:
+        coerce(spec, type_, value)
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize('node', sorted(SPECS))
+def test_every_range_is_the_same_in_descriptor_config_and_readme(node, ros_context):
+    """Just inside and just outside each bound: start-up, live set and config agree."""
+    rows = readme_rows(node)
+    assert set(rows) == set(SPECS[node]), 'README table and declaration list the same names'
+    # A scratch node with every ranged parameter declared writable, to ask rclpy's own
+    # descriptor check (the node's structural ones cannot be set live at all).
+    scratch = Node(f'ranges_{node}', context=ros_context)
+    specs = {spec.name: dataclasses.replace(spec, live=True) for spec in ranged(node)}
+    declare_parameters(scratch, specs.values())
+    checked = 0
+    try:
+        for spec in ranged(node):
+            desc = descriptor(spec)
+            bounds = desc.floating_point_range or desc.integer_range
+            if not spec.is_array:
+                assert (bounds[0].from_value, bounds[0].to_value) == (spec.low, spec.high)
+            kind, default, unit, range_text, live = rows[spec.name]
+            assert (kind, range_text, unit, live == 'yes') == (
+                spec.type, f'{spec.low} to {spec.high}', spec.unit, spec.live), spec.name
+            for value, inside in edge_values(spec):
+                value = as_parameter_value(spec, value)
+                by_config = config_verdict(node, spec.name, value)
+                by_startup = startup_verdict(spec, value)
+                assert (by_config is None) == inside, (spec.name, value, by_config)
+                assert by_startup == by_config, (spec.name, value)
+                if not spec.is_array:
+                    result = scratch.set_parameters([Parameter(spec.name, value=value)])[0]
+                    assert result.successful == inside, (spec.name, value, result.reason)
+                checked += 1
+    finally:
+        scratch.destroy_node()
+    assert checked >= 4 * len(ranged(node)) - len(ranged(node))
+
+
+@pytest.mark.parametrize('node', sorted(SPECS))
+def test_every_choice_is_the_same_in_config_startup_and_readme(node):
+    rows = readme_rows(node)
+    specs = [spec for spec in SPECS[node].values() if spec.choices]
+    for spec in specs:
+        assert rows[spec.name][3] == spec.range_text()
+        for choice in spec.choices:
+            assert startup_verdict(spec, choice) is None
+            refusal = config_verdict(node, spec.name, choice)
+            assert refusal is None or spec.name not in refusal.split(';')[0], (spec.name, choice)
+        wrong = 'no-such-choice' if spec.type == 'string' else max(spec.choices) + 1
+        by_config = config_verdict(node, spec.name, wrong)
+        assert by_config == startup_verdict(spec, wrong) == (
+            f'parameter {spec.name!r} is {wrong!r}; expected one of {spec.range_text()}')
+    assert specs or node == 'policy_server'

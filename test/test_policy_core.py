@@ -22,8 +22,8 @@ from PIL import Image
 import pytest
 
 from remote_inference_py.contract.admission import AdmitRequest, FeatureDeclaration
-from remote_inference_py.policy_server.core import (
-    PolicyServerCore, Request, ServerSettings)
+from remote_inference_py.policy_server.config import ServerConfig
+from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
 from remote_inference_py.policy_server.images import CompressedImage
 from remote_inference_py.policy_server.manifest import spec_from_dict
@@ -51,7 +51,7 @@ def serve_one(core, timeout=1.0):
 
 
 def make_core(runtime=None, **settings):
-    return PolicyServerCore(ServerSettings(deployment='so101', **settings),
+    return PolicyServerCore(ServerConfig(deployment='so101', **settings),
                             runtime or DemoRuntime())
 
 
@@ -146,7 +146,7 @@ def test_two_robots_are_batched_into_one_forward_pass():
     calls = []
     infer = runtime.infer
     runtime.infer = lambda inputs, tasks: calls.append(len(tasks)) or infer(inputs, tasks)
-    core = make_core(runtime, robots=('robot1', 'robot2'), max_clients=2)
+    core = make_core(runtime, robot_namespaces=('robot1', 'robot2'), max_clients=2)
     one, two = admit(core, 'robot1', '/robot1/executor'), admit(core, 'robot2', '/r2/executor')
     core.on_joint_states('robot1', 10 * MS, JOINTS, [0.3] * 6)
     core.on_joint_states('robot2', 20 * MS, JOINTS, [-0.3] * 6)
@@ -168,7 +168,7 @@ def test_two_robots_are_batched_into_one_forward_pass():
 def test_batches_respect_the_runtime_limit():
     runtime = DemoRuntime()
     runtime.max_batch_size = 1
-    core = make_core(runtime, robots=('a', 'b'), max_clients=2)
+    core = make_core(runtime, robot_namespaces=('a', 'b'), max_clients=2)
     sessions = [admit(core, 'a', '/a'), admit(core, 'b', '/b')]
     for robot, session in zip('ab', sessions):
         core.on_joint_states(robot, 10 * MS, JOINTS, [0.0] * 6)
@@ -229,7 +229,7 @@ def test_a_failing_model_answers_with_errors_and_keeps_serving():
 
 def test_extra_compute_is_part_of_the_inference_time_and_latency_is_not_the_cores():
     slept = []
-    core = PolicyServerCore(ServerSettings('so101', extra_compute_s=0.25, extra_latency_s=0.5),
+    core = PolicyServerCore(ServerConfig('so101', extra_compute_s=0.25, extra_latency_s=0.5),
                             DemoRuntime(), sleep=slept.append)
     session = admit(core)
     core.on_joint_states('', 1, JOINTS, [0.0] * 6)
@@ -273,14 +273,14 @@ def test_a_corrupt_frame_falls_back_to_an_older_usable_one_or_errors():
 
 
 def test_settings_are_validated():
-    with pytest.raises(ValueError, match='max_clients must be an integer >= 1'):
-        ServerSettings('so101', max_clients=0)
-    with pytest.raises(ValueError, match='robot_namespaces must be non-empty and unique'):
-        ServerSettings('so101', robots=('a', 'a'))
-    with pytest.raises(ValueError, match='extra_latency_s must be a finite number >= 0'):
-        ServerSettings('so101', extra_latency_s=-1.0)
-    with pytest.raises(ValueError, match='deployment must not be empty'):
-        ServerSettings('')
+    with pytest.raises(ValueError, match="'max_clients' is 0; expected 1 to 1000"):
+        ServerConfig('so101', max_clients=0)
+    with pytest.raises(ValueError, match="'robot_namespaces' must be non-empty and unique"):
+        ServerConfig('so101', robot_namespaces=('a', 'a'))
+    with pytest.raises(ValueError, match="'extra_latency_s' is -1.0; expected 0.0 to 60.0"):
+        ServerConfig('so101', extra_latency_s=-1.0)
+    with pytest.raises(ValueError, match="'deployment' must not be empty"):
+        ServerConfig('')
     with pytest.raises(ValueError, match="chunk_length 60 exceeds the policy's chunk length 50"):
         make_core(chunk_length=60)
 

@@ -17,7 +17,8 @@
 import pytest
 
 from remote_inference_py.contract.admission import AdmitRequest
-from remote_inference_py.policy_server.core import PolicyServerCore, Request, ServerSettings
+from remote_inference_py.policy_server.config import ServerConfig
+from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.delivery import DelayLine
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
@@ -27,7 +28,7 @@ MS = 1_000_000
 
 
 def make_core(runtime=None, **settings):
-    return PolicyServerCore(ServerSettings(deployment='so101', **settings),
+    return PolicyServerCore(ServerConfig(deployment='so101', **settings),
                             runtime or DemoRuntime())
 
 
@@ -58,8 +59,8 @@ def test_the_contract_offers_max_requests_per_client_and_refuses_more():
     assert 'max_requests_per_client on the server' in refused.message
     assert admit(core, in_flight=2).success
     assert make_core().contract.max_requests_in_flight == 4, 'the default'
-    with pytest.raises(ValueError, match='max_requests_per_client must be an integer from 1'):
-        ServerSettings('so101', max_requests_per_client=9)
+    with pytest.raises(ValueError, match="'max_requests_per_client' is 9; expected 1 to 8"):
+        ServerConfig('so101', max_requests_per_client=9)
 
 
 def test_one_session_is_served_in_request_order_one_at_a_time():
@@ -122,7 +123,7 @@ def test_different_sessions_are_still_batched_while_each_keeps_its_order():
     calls = []
     infer = runtime.infer
     runtime.infer = lambda inputs, tasks: calls.append(len(tasks)) or infer(inputs, tasks)
-    core = make_core(runtime, robots=('a', 'b'), max_clients=2)
+    core = make_core(runtime, robot_namespaces=('a', 'b'), max_clients=2)
     one = admit(core, 'a', '/a/executor').session_id
     two = admit(core, 'b', '/b/executor').session_id
     core.on_joint_states('a', 10 * MS, JOINTS, [0.3] * 6)

@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 from remote_inference_py.contract.admission import AdmitRequest
+from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import (
-    DROPPED, PolicyServerCore, Request, ServerSettings, SESSION_RELEASED, SUPERSEDED)
+    DROPPED, PolicyServerCore, Request, SESSION_RELEASED, SUPERSEDED)
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
 from remote_inference_py.policy_server.images import CompressedImage
 from remote_inference_py.policy_server.scheduler import Scheduler
@@ -33,7 +34,7 @@ MS = 1_000_000
 
 
 def make_core(runtime=None, **settings):
-    return PolicyServerCore(ServerSettings(deployment='so101', **settings),
+    return PolicyServerCore(ServerConfig(deployment='so101', **settings),
                             runtime or DemoRuntime())
 
 

@@ -42,7 +42,6 @@ import re
 import threading
 import time
 
-from rcl_interfaces.msg import ParameterType
 from rclpy.node import Node
 
 from remote_inference_py import bringup
@@ -115,14 +114,13 @@ class Recorder:
 # Publishers whose presence means the robot side still runs (and may still move).
 ROBOT_SIDE_TOPICS = (bringup.STATUS.name, bringup.HARDWARE_INFO.name, bringup.JOINT_STATES.name)
 PARAMETERS = (
-    ParamSpec('bag_dir', '', ParameterType.PARAMETER_STRING,
-              'Folder of the new bag (must not exist yet).'),
-    ParamSpec('record_images', False, ParameterType.PARAMETER_BOOL,
+    ParamSpec('bag_dir', 'string', '', 'Folder of the new bag (must not exist yet).'),
+    ParamSpec('record_images', 'bool', False,
               'Also record every camera as JPEG (cameras/<name>/image_raw/compressed, '
               'subscribed as each appears).'),
-    ParamSpec('stop_timeout_s', 30.0, ParameterType.PARAMETER_DOUBLE,
+    ParamSpec('stop_timeout_s', 'double', 30.0,
               'Asked to stop, keep recording until the robot side has left the graph, or '
-              'this long at most [s].', low=0.0, high=3600.0, read_only=False),
+              'this long at most.', unit='s', low=0.0, high=3600.0, live=True),
 )
 
 

@@ -13,12 +13,12 @@
 # limitations under the License.
 
 """
-One parameter convention for every node: a table of :class:`ParamSpec`.
+The ROS side of the settings declared in config dataclasses (``common/settings.py``).
 
-A node lists its parameters as ``ParamSpec`` entries (name, default, type, description,
-range, read-only); :func:`declare_parameters` declares them all with their descriptors (what
-``ros2 param describe`` shows) and returns their values. Two things users type that plain
-rclpy refuses are accepted here:
+:func:`declare_parameters` declares a node's settings as parameters with their descriptors
+(what ``ros2 param describe`` shows: type, description with the unit and the choices, range,
+read-only unless live) and returns their values. Two things users type that plain rclpy
+refuses are accepted here:
 
 - an integer for a double (``ros2 param set /executor refill_seconds 1``, ``-p fps:=30``, or
   ``refill_seconds: 1`` in a YAML file) becomes that double, still range-checked; integers in
@@ -26,82 +26,68 @@ rclpy refuses are accepted here:
 - an empty list (``-p sim_cameras:=[]``) is an empty list of the declared type (ROS parses
   ``[]`` as "not set", Python's ``Parameter`` as a byte array).
 
-Every other bad value at start-up (wrong type, out of range, unparsable) raises
-:class:`~remote_inference_py.common.node_main.ConfigError` with one line naming the parameter,
-so the node exits with code 2 instead of a traceback. Live changes keep their ranges and
-read-only flags (rclpy checks both) and then reach the node's own on-set callback.
-
-The same table makes each node's frozen config (:func:`build_config`: the config dataclass's
-fields carry the parameters' names, and its own checks run on the declared values) and the
-README's parameter tables (:func:`markdown_table`; ``tools/param_tables.py`` writes them).
+Every other bad value at start-up (wrong type, out of range, not one of the choices) raises
+:class:`~remote_inference_py.common.node_main.ConfigError` with the message the config's own
+check gives (:func:`~remote_inference_py.common.settings.check_value`), so the node exits with
+code 2 naming the parameter. :class:`LiveSettings` is the one way a node takes a live change:
+rclpy checks the descriptor (range, read-only), the on-set callback builds the new configs
+(every check of the config runs; a refusal is the reason ``ros2 param set`` prints), and the
+post-set callback hands them to the node once.
 """
 
-from dataclasses import dataclass
-import math
-from typing import Any, Optional
+import threading
 
 from rcl_interfaces.msg import (
     FloatingPointRange,
     IntegerRange,
     ParameterDescriptor,
     ParameterType,
+    SetParametersResult,
 )
 from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.parameter import Parameter
 
 from remote_inference_py.common.node_main import ConfigError
+from remote_inference_py.common.settings import (  # noqa: F401 - the declaration, re-exported
+    check_value, declared, markdown_table, ParamSpec, replace, setting, TYPE_WORDS)
 
 T = ParameterType
-TYPE_NAMES = {
-    T.PARAMETER_BOOL: 'a bool', T.PARAMETER_INTEGER: 'an integer',
-    T.PARAMETER_DOUBLE: 'a number', T.PARAMETER_STRING: 'a string',
-    T.PARAMETER_BYTE_ARRAY: 'a byte array', T.PARAMETER_BOOL_ARRAY: 'a list of bools',
-    T.PARAMETER_INTEGER_ARRAY: 'a list of integers', T.PARAMETER_DOUBLE_ARRAY: 'a list of numbers',
-    T.PARAMETER_STRING_ARRAY: 'a list of strings', T.PARAMETER_NOT_SET: 'not set',
+ROS_TYPES = {
+    'bool': T.PARAMETER_BOOL, 'int': T.PARAMETER_INTEGER, 'double': T.PARAMETER_DOUBLE,
+    'string': T.PARAMETER_STRING, 'bool[]': T.PARAMETER_BOOL_ARRAY,
+    'int[]': T.PARAMETER_INTEGER_ARRAY, 'double[]': T.PARAMETER_DOUBLE_ARRAY,
+    'string[]': T.PARAMETER_STRING_ARRAY,
 }
+TYPE_NAMES = {ROS_TYPES[name]: words for name, words in TYPE_WORDS.items()}
+TYPE_NAMES.update({T.PARAMETER_BYTE_ARRAY: 'a byte array', T.PARAMETER_NOT_SET: 'not set'})
 ARRAYS = (T.PARAMETER_BOOL_ARRAY, T.PARAMETER_INTEGER_ARRAY, T.PARAMETER_DOUBLE_ARRAY,
           T.PARAMETER_STRING_ARRAY)
 
 
-@dataclass(frozen=True)
-class ParamSpec:
-    """
-    One declared parameter.
-
-    ``default`` None declares a list parameter without a value (ROS cannot infer the type of
-    an empty list); :func:`declare_parameters` reports it as ``[]``. ``low``/``high`` bound a
-    number (inclusive). ``read_only`` parameters are structural: set at start-up only.
-    """
-
-    name: str
-    default: Any
-    type: int
-    description: str
-    low: Optional[float] = None
-    high: Optional[float] = None
-    read_only: bool = True
-
-    def descriptor(self):
-        """Return the ParameterDescriptor that ``ros2 param describe`` shows."""
-        desc = ParameterDescriptor(description=self.description, type=self.type,
-                                   read_only=self.read_only)
-        if self.low is not None and self.type == T.PARAMETER_DOUBLE:
-            desc.floating_point_range = [FloatingPointRange(
-                from_value=float(self.low), to_value=float(self.high), step=0.0)]
-        if self.low is not None and self.type == T.PARAMETER_INTEGER:
-            desc.integer_range = [IntegerRange(from_value=int(self.low),
-                                               to_value=int(self.high), step=0)]
-        return desc
+def descriptor(spec: ParamSpec) -> ParameterDescriptor:
+    """Return the ParameterDescriptor of a declared setting (``ros2 param describe``)."""
+    desc = ParameterDescriptor(description=spec.full_description(), type=ROS_TYPES[spec.type],
+                               read_only=spec.read_only)
+    if spec.choices:
+        desc.additional_constraints = f'one of: {spec.range_text()}'
+    if spec.low is not None and spec.type == 'double':
+        desc.floating_point_range = [FloatingPointRange(
+            from_value=float(spec.low), to_value=float(spec.high), step=0.0)]
+    if spec.low is not None and spec.type == 'int':
+        desc.integer_range = [IntegerRange(from_value=int(spec.low), to_value=int(spec.high),
+                                           step=0)]
+    return desc
 
 
 def convert(spec, type_, value):
     """Return ``(type, value)`` with an integer (list) given for a double (list) converted."""
-    if spec.type in ARRAYS and (type_ == T.PARAMETER_NOT_SET or (
+    ros_type = ROS_TYPES[spec.type]
+    if ros_type in ARRAYS and (type_ == T.PARAMETER_NOT_SET or (
             type_ in ARRAYS + (T.PARAMETER_BYTE_ARRAY,) and len(value) == 0)):
-        return spec.type, []
-    if spec.type == T.PARAMETER_DOUBLE and type_ == T.PARAMETER_INTEGER:
+        return ros_type, []
+    if ros_type == T.PARAMETER_DOUBLE and type_ == T.PARAMETER_INTEGER:
         return T.PARAMETER_DOUBLE, float(value)
-    if spec.type == T.PARAMETER_DOUBLE_ARRAY and type_ == T.PARAMETER_INTEGER_ARRAY:
+    if ros_type == T.PARAMETER_DOUBLE_ARRAY and type_ == T.PARAMETER_INTEGER_ARRAY:
         return T.PARAMETER_DOUBLE_ARRAY, [float(v) for v in value]
     return type_, value
 
@@ -110,19 +96,17 @@ def coerce(spec, type_, value):
     """
     Return ``(type, value)`` of a start-up value for ``spec`` (see :func:`convert`).
 
-    Raise ConfigError naming the parameter when the value has the wrong type or is out of
-    range; the message is what a user sees.
+    Raise ConfigError naming the parameter when the value has the wrong type or fails the
+    setting's check (range, choices, NaN), with the config's own message.
     """
     type_, value = convert(spec, type_, value)
-    if type_ != spec.type:
-        raise ConfigError(f'parameter {spec.name!r} must be {TYPE_NAMES[spec.type]}, '
+    if type_ != ROS_TYPES[spec.type]:
+        raise ConfigError(f'parameter {spec.name!r} must be {TYPE_WORDS[spec.type]}, '
                           f'got {value!r} ({TYPE_NAMES.get(type_, type_)})')
-    if type_ == T.PARAMETER_DOUBLE and math.isnan(value):
-        raise ConfigError(f'parameter {spec.name!r} is NaN')
-    if spec.low is not None and type_ in (T.PARAMETER_DOUBLE, T.PARAMETER_INTEGER) and not (
-            spec.low <= value <= spec.high):
-        raise ConfigError(f'parameter {spec.name!r} is {value!r}; expected {spec.low} '
-                          f'to {spec.high}')
+    try:
+        check_value(spec, value)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
     return type_, value
 
 
@@ -144,10 +128,10 @@ def declare_parameters(node, specs):
             if given is not None:
                 type_, value = coerce(spec, given.type_.value, given.value)
             else:
-                type_, value = spec.type, spec.default
+                type_, value = ROS_TYPES[spec.type], spec.default
             initial = value if value not in (None, []) or type_ not in ARRAYS \
                 else Parameter.Type(type_)
-            node.declare_parameter(spec.name, initial, spec.descriptor(), ignore_override=True)
+            node.declare_parameter(spec.name, initial, descriptor(spec), ignore_override=True)
         except ConfigError:
             raise
         except (ValueError, TypeError, ParameterException) as error:
@@ -157,7 +141,7 @@ def declare_parameters(node, specs):
         converted = []
         for parameter in parameters:
             spec = specs.get(parameter.name)
-            if spec is not None and parameter.type_.value != spec.type:
+            if spec is not None and parameter.type_.value != ROS_TYPES[spec.type]:
                 type_, value = convert(spec, parameter.type_.value, parameter.value)
                 parameter = Parameter(parameter.name, Parameter.Type(type_), value)
             converted.append(parameter)   # rclpy checks type, range and read-only next
@@ -173,6 +157,10 @@ def parameter_value(node, name):
         value = node.get_parameter(name).value
     except ParameterUninitializedException:
         return []
+    return _plain(value)
+
+
+def _plain(value):
     if value is None:
         return []
     return list(value) if isinstance(value, (list, tuple)) or hasattr(value, 'tolist') \
@@ -183,8 +171,8 @@ def build_config(factory, values):
     """
     Return ``factory(**values)``: a node's frozen, validated config from parameter values.
 
-    The config's own checks (what a range cannot say) raise ValueError or TypeError; that
-    becomes a ConfigError with the same message, so start-up exits with code 2 naming it.
+    The config's checks raise ValueError or TypeError; that becomes a ConfigError with the
+    same message, so start-up exits with code 2 naming it.
     """
     try:
         return factory(**values)
@@ -192,35 +180,62 @@ def build_config(factory, values):
         raise ConfigError(str(error)) from None
 
 
-TYPE_LABELS = {
-    T.PARAMETER_BOOL: 'bool', T.PARAMETER_INTEGER: 'int', T.PARAMETER_DOUBLE: 'double',
-    T.PARAMETER_STRING: 'string', T.PARAMETER_BOOL_ARRAY: 'bool[]',
-    T.PARAMETER_INTEGER_ARRAY: 'int[]', T.PARAMETER_DOUBLE_ARRAY: 'double[]',
-    T.PARAMETER_STRING_ARRAY: 'string[]',
-}
+def build_configs(values, *factories):
+    """Return one config per factory, each from the values of the settings it declares."""
+    return tuple(build_config(factory, {name: values[name] for name in declared(factory)})
+                 for factory in factories)
 
 
-def _markdown_value(value):
-    """Return a parameter value as a user would type it in a YAML file."""
-    if value is None:
-        return '(unset)'
-    if isinstance(value, bool):
-        return f'`{str(value).lower()}`'
-    if isinstance(value, str):
-        return f'`{value}`' if value else "`''`"
-    if isinstance(value, (list, tuple)):
-        return '`[' + ', '.join(_markdown_value(v).strip('`') for v in value) + ']`'
-    return f'`{value!r}`'
+class LiveSettings:
+    """
+    The one way a node takes live parameter changes: validate on set, apply once after.
 
+    ``configs`` are the node's frozen configs (the settings they declare are its
+    parameters). A change of parameters is checked by rclpy against the descriptors (type,
+    range, read-only), then here by building the new configs
+    (:func:`~remote_inference_py.common.settings.replace`: every check of the config runs);
+    a refusal is the reason ``ros2 param set`` prints, and nothing changes. Accepted, the new
+    configs are handed once to ``apply(configs, changes)`` from the post-set callback, and
+    each change is logged.
+    """
 
-def markdown_table(specs):
-    """Return a markdown table of parameter specs: name, type, default, range, live, meaning."""
-    lines = ['| parameter | type | default | range | live | description |',
-             '|---|---|---|---|---|---|']
-    for spec in specs:
-        bounds = f'{spec.low} to {spec.high}' if spec.low is not None else ''
-        text = spec.description.replace('|', '\\|')
-        lines.append(f'| `{spec.name}` | {TYPE_LABELS[spec.type]} | '
-                     f'{_markdown_value(spec.default)} | {bounds} | '
-                     f'{"" if spec.read_only else "yes"} | {text} |')
-    return '\n'.join(lines) + '\n'
+    def __init__(self, node, configs, apply):
+        """Register the on-set and post-set callbacks on ``node``."""
+        self.configs = tuple(configs)
+        self.specs = declared(*(type(config) for config in self.configs))
+        self._apply = apply
+        self._logger = node.get_logger()
+        self._lock = threading.Lock()
+        self._accepted = None
+        node.add_on_set_parameters_callback(self._check)
+        node.add_post_set_parameters_callback(self._after)
+
+    def _check(self, parameters):
+        changes = {}
+        for parameter in parameters:
+            spec = self.specs.get(parameter.name)
+            if spec is None:
+                continue   # not ours (use_sim_time, ...): rclpy's own
+            if not spec.live:   # the descriptor refuses it first; never apply one anyway
+                return SetParametersResult(
+                    successful=False, reason=f'parameter {parameter.name!r} is read-only')
+            changes[parameter.name] = _plain(parameter.value)
+        if not changes:
+            return SetParametersResult(successful=True)
+        with self._lock:
+            try:
+                configs = replace(self.configs, changes)
+            except ValueError as error:
+                return SetParametersResult(successful=False, reason=str(error))
+            self._accepted = (configs, changes)
+        return SetParametersResult(successful=True)
+
+    def _after(self, parameters):
+        with self._lock:
+            accepted, self._accepted = self._accepted, None
+            if accepted is None:
+                return
+            self.configs, changes = accepted
+        for name, value in changes.items():
+            self._logger.info(f'parameter {name} set to {value!r}')
+        self._apply(self.configs, changes)

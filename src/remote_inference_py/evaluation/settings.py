@@ -239,6 +239,4 @@ class EvalSettings:
         """Return the ExecutorConfig the executor node would build for ``mode``."""
         fields = {f.name for f in dataclasses.fields(ExecutorConfig)}
         values = {k: v for k, v in self.executor_parameters(mode).items() if k in fields}
-        if list(values.get('blend_components', [])) == ['all']:
-            values['blend_components'] = []
         return ExecutorConfig(**values)

@@ -68,7 +68,8 @@ from remote_inference_py.evaluation.stats import EpisodeResult
 from remote_inference_py.evaluation.task import JOINT_NAMES, LiftMonitor, TaskConfig
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 from remote_inference_py.hardware.commands import CommandGate, CommandLimits, CommandRejected
-from remote_inference_py.policy_server.core import PolicyServerCore, Request, ServerSettings
+from remote_inference_py.policy_server.config import ServerConfig
+from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.images import RawImage
 
 RUNNER = 'sim-time'
@@ -188,11 +189,11 @@ class SimulatedSystem:
         self.core = ExecutorCore(settings.executor_config(configuration.mode))
         srv = settings.node('policy_server')
         self.server = PolicyServerCore(
-            ServerSettings(deployment=str(srv.get('deployment', 'so101')),
-                           observation_wait_s=float(srv.get('observation_wait_s', 0.25)),
-                           observation_history=int(srv.get('observation_history', 10)),
-                           max_batch_size=int(srv.get('max_batch_size', 1)),
-                           max_requests_per_client=int(srv.get('max_requests_per_client', 4))),
+            ServerConfig(deployment=str(srv.get('deployment', 'so101')),
+                         observation_wait_s=float(srv.get('observation_wait_s', 0.25)),
+                         observation_history=int(srv.get('observation_history', 10)),
+                         max_batch_size=int(srv.get('max_batch_size', 1)),
+                         max_requests_per_client=int(srv.get('max_requests_per_client', 4))),
             runtime, clock=lambda: self.now, sleep=lambda seconds: None)
         self.latency_s = float(configuration.latency_s)
         self.monitor = LiftMonitor(task)

@@ -45,13 +45,11 @@ returns in well under a millisecond, and every core call is made under one lock.
 """
 
 import collections
-import dataclasses
 import threading
 import time
 import traceback
 
 import numpy as np
-from rcl_interfaces.msg import ParameterType, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
@@ -69,16 +67,14 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from remote_inference_py.common.node_main import ConfigError, run_node
+from remote_inference_py.common.node_main import run_node
 from remote_inference_py.common.params import (
-    build_config, declare_parameters, parameter_value, ParamSpec)
+    build_configs, declare_parameters, declared, LiveSettings)
 from remote_inference_py.common.ticker import Ticker
-from remote_inference_py.contract.admission import MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S
 from remote_inference_py.executor.admission import (
     Admission, Admitted, AskAdmission, AskCapabilities, Client, Facts, Hardware, Phase, Refused)
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
-from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.endpoints import (
     subscribe_chunks, subscribe_joint_states, TransportChoiceError)
@@ -87,89 +83,9 @@ SUMMARY_PERIOD_S = 5.0
 STATUS_PERIOD_S = 0.1
 TICK_WINDOW = 1000
 
-T = ParameterType
 
-# Config fields first (same names as ExecutorConfig), then node-only settings (same names as
-# NodeSettings). Structural fields are read-only; the tunables can be changed live with
-# `ros2 param set`.
-PARAMETERS = {spec.name: spec for spec in (
-    ParamSpec('joint_names', list(SO101_JOINT_NAMES), T.PARAMETER_STRING_ARRAY,
-              'Action names in order; every joint vector is matched by name.'),
-    ParamSpec('fps', 30.0, T.PARAMETER_DOUBLE,
-              'Action rate of the policy [Hz].', low=1.0, high=1000.0),
-    ParamSpec('interpolation_multiplier', 1, T.PARAMETER_INTEGER,
-              'Control ticks per action (linear sub-steps).', low=1, high=20),
-    ParamSpec('chunk_merge', 'aligned', T.PARAMETER_STRING,
-              'How a new chunk joins the plan: append, aligned, ensemble, or rtc (requests '
-              'carry the committed plan; needs a policy that supports it).'),
-    ParamSpec('synchronous', False, T.PARAMETER_BOOL,
-              'Classic loop baseline: request only when empty, hold while waiting.'),
-    ParamSpec('action_offset', 0, T.PARAMETER_INTEGER,
-              'Step 0 targets the first action tick after capture plus this.', low=0, high=100),
-    ParamSpec('joint_lower_limits', [-3.2] * 6, T.PARAMETER_DOUBLE_ARRAY,
-              'Lower joint limits [rad], in joint_names order.'),
-    ParamSpec('joint_upper_limits', [3.2] * 6, T.PARAMETER_DOUBLE_ARRAY,
-              'Upper joint limits [rad], in joint_names order.'),
-    ParamSpec('max_requests_in_flight', 1, T.PARAMETER_INTEGER,
-              'Requests kept in flight at most, staggered so their chunks land before the plan'
-              ' runs out (hides a turnaround above half a chunk); the server must queue as '
-              'many per client (asked at admission). 1: the next request waits for the last '
-              'answer.', low=1, high=MAX_REQUESTS_IN_FLIGHT),
-    ParamSpec('refill_seconds', 0.2, T.PARAMETER_DOUBLE,
-              'Request the next chunk when buffered playback falls to this [s]; effective '
-              'refill = max(this, recent max turnaround + 1/fps).',
-              low=0.0, high=60.0, read_only=False),
-    ParamSpec('request_timeout_s', 2.0, T.PARAMETER_DOUBLE,
-              'Abandon an unanswered request after this long [s].',
-              low=0.01, high=600.0, read_only=False),
-    ParamSpec('starvation_grace_s', 3.0, T.PARAMETER_DOUBLE,
-              'Fault when no usable chunk arrives this long into a wait [s].',
-              low=0.01, high=600.0, read_only=False),
-    ParamSpec('ensemble_coeff', 0.01, T.PARAMETER_DOUBLE,
-              'ACT ensembling weight exp(-coeff*i), i=0 oldest; sign picks older (+) or newer'
-              ' (-) predictions.', low=-10.0, high=10.0, read_only=False),
-    ParamSpec('blend_steps', 0, T.PARAMETER_INTEGER,
-              'Blend this many overlapping steps at each seam (0 = off).',
-              low=0, high=1000, read_only=False),
-    ParamSpec('blend_weight', 0.5, T.PARAMETER_DOUBLE,
-              'Weight of the old plan on the first overlapping step.',
-              low=0.0, high=1.0, read_only=False),
-    ParamSpec('blend_components', ['all'], T.PARAMETER_STRING_ARRAY,
-              'Joint names to blend; [all] means every joint.', read_only=False),
-    ParamSpec('max_step_rad', 0.2, T.PARAMETER_DOUBLE,
-              'Largest change of a target per control tick and joint [rad].',
-              low=1e-06, high=10.0, read_only=False),
-    ParamSpec('return_to_initial_position', True, T.PARAMETER_BOOL,
-              'On stop or fault, return to the pose measured at start.', read_only=False),
-    ParamSpec('return_speed_rad_s', 0.5, T.PARAMETER_DOUBLE,
-              'Joint speed on the way back to the initial pose [rad/s].',
-              low=0.01, high=10.0, read_only=False),
-    # Node-only settings.
-    ParamSpec('deployment', 'so101', T.PARAMETER_STRING,
-              'Deployment name the policy server must serve.'),
-    ParamSpec('semantics', 'si-radians-v1', T.PARAMETER_STRING,
-              'Action units and order the server must declare.'),
-    ParamSpec('expected_features', ['any'], T.PARAMETER_STRING_ARRAY,
-              'Observation feature names the server must consume; [any]: any.'),
-    ParamSpec('task', '', T.PARAMETER_STRING,
-              'Language instruction sent with every request.', read_only=False),
-    ParamSpec('output_format', 'joint_state', T.PARAMETER_STRING,
-              'joint_commands type: joint_state, float64_multi_array (ros2_control forward '
-              'controllers) or joint_trajectory (one point).'),
-    ParamSpec('require_position_hold', True, T.PARAMETER_BOOL,
-              'Refuse to move unless hardware/info declares position hold.'),
-    ParamSpec('autostart', False, T.PARAMETER_BOOL,
-              'Start motion right after admission (otherwise call executor/start).',
-              read_only=False),
-    ParamSpec('presence_lease_s', PRESENCE_LEASE_S, T.PARAMETER_DOUBLE,
-              'The server counts as lost when policy/chunk is silent this long (its '
-              'liveliness lease) [s]; the server must use the same.', low=0.1, high=3600.0),
-    ParamSpec('admission_timeout_s', 30.0, T.PARAMETER_DOUBLE,
-              'Fault if the server cannot be reached for admission, or its request and chunk '
-              'topics do not match, within this long [s].', low=0.1, high=3600.0, read_only=False),
-)}
-CONFIG_FIELDS = {f.name for f in dataclasses.fields(ExecutorConfig)} & set(PARAMETERS)
-SETTINGS_FIELDS = {f.name for f in dataclasses.fields(NodeSettings)}
+# Declared once, as the fields of ExecutorConfig (the core's) and NodeSettings (the node's).
+PARAMETERS = declared(ExecutorConfig, NodeSettings)
 
 
 class ExecutorNode(Node):
@@ -177,16 +93,13 @@ class ExecutorNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('executor', **kwargs)
-        declare_parameters(self, PARAMETERS.values())
-        self.config = self._config_from_parameters({})
-        self.settings = self._settings_from_parameters({})
+        self.config, self.settings = build_configs(
+            declare_parameters(self, PARAMETERS.values()), ExecutorConfig, NodeSettings)
 
         self.finished = False
         self.exit_code = 0
         self.lock = threading.RLock()
         self.core = ExecutorCore(self.config)
-        self.pending_config = None
-        self.pending_settings = None
         self.hardware = None   # what hardware/info declares (admission.Hardware)
         self.measured_once = False
         self.admission = Admission(self._admission_client(), time.monotonic())
@@ -226,7 +139,7 @@ class ExecutorNode(Node):
         self.admit_client = self.create_client(Admit, 'policy/admit', callback_group=io)
         self.create_service(Trigger, 'executor/start', self.on_start, callback_group=io)
         self.create_service(Trigger, 'executor/stop', self.on_stop, callback_group=io)
-        self.add_on_set_parameters_callback(self.on_set_parameters)
+        self.live = LiveSettings(self, (self.config, self.settings), self.apply_settings)
         self.create_timer(STATUS_PERIOD_S, self.publish_status, callback_group=io)
         self.get_logger().info(
             f'executor up: fps={self.config.fps} x{self.config.interpolation_multiplier}, '
@@ -238,42 +151,13 @@ class ExecutorNode(Node):
 
     # ---- parameters ---------------------------------------------------------------------
 
-    def _config_from_parameters(self, overrides):
-        """Build an ExecutorConfig from the current parameters plus overrides by name."""
-        values = {name: overrides.get(name, self.get_parameter(name).value)
-                  for name in CONFIG_FIELDS}
-        if list(values['blend_components']) == ['all']:
-            values['blend_components'] = []
-        return build_config(ExecutorConfig, values)
-
-    def _settings_from_parameters(self, overrides):
-        """Build the NodeSettings from the current parameters plus overrides by name."""
-        return build_config(NodeSettings, {
-            name: overrides.get(name, parameter_value(self, name)) for name in SETTINGS_FIELDS})
-
-    def on_set_parameters(self, params):
-        """Validate a live change; the control tick applies it (house style: act after)."""
-        overrides = {p.name: p.value for p in params if p.name in CONFIG_FIELDS}
-        changes = {p.name: p.value for p in params if p.name in SETTINGS_FIELDS}
-        config = settings = None
-        try:
-            if overrides:
-                config = self._config_from_parameters(overrides)
-                changed = self.config.structural_changes(config)
-                if changed:
-                    raise ConfigError(f'read-only while running: {", ".join(changed)}')
-            if changes:
-                settings = self._settings_from_parameters(changes)
-        except ConfigError as error:
-            return SetParametersResult(successful=False, reason=str(error))
+    def apply_settings(self, configs, changes):
+        """Use live changes from now on (validated by LiveSettings before they were set)."""
+        config, settings = configs
         with self.lock:
-            if config is not None:
-                self.pending_config = config
-            if settings is not None:
-                self.pending_settings = settings
-        for name, value in overrides.items():
-            self.get_logger().info(f'parameter {name} set to {value!r}')
-        return SetParametersResult(successful=True)
+            self.core.update_config(config)
+            self.config, self.settings = config, settings
+            self.admission.update(self._admission_client())
 
     # ---- inputs -------------------------------------------------------------------------
 
@@ -456,17 +340,9 @@ class ExecutorNode(Node):
         if self.last_tick_time is not None:
             self.tick_periods.append(now - self.last_tick_time)
         self.last_tick_time = now
-        if self.pending_settings is not None:
-            with self.lock:
-                self.settings, self.pending_settings = self.pending_settings, None
-            self.admission.update(self._admission_client())
         if not self.admission.done:
             self._advance_admission(now)
         with self.lock:
-            if self.pending_config is not None:
-                self.core.update_config(self.pending_config)
-                self.config = self.pending_config
-                self.pending_config = None
             if self.start_requested and self.core.state == State.READY:
                 why = self.admission.not_ready_to_start(self.measured_once, self.hardware)
                 if not why:

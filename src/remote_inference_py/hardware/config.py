@@ -15,31 +15,34 @@
 """
 The hardware interface's settings as one frozen, validated dataclass (no ROS).
 
-The node maps its declared ROS parameters one to one onto the fields of
-:class:`HardwareConfig` (same names); the checks a parameter range cannot express (a known
-backend, a port for the servo bus, one motor id and one limit per joint, ...) raise
-ValueError naming the parameter. From it come the worker thread's settings
-(:meth:`HardwareConfig.runner_settings`) and the simulation's (:meth:`HardwareConfig.sim_config`).
-The live fields (:data:`LIVE_FIELDS`) may change while running, through
-``dataclasses.replace``, which checks them again.
+Each field of :class:`HardwareConfig` is one parameter of the node, declared once here with
+:func:`~remote_inference_py.common.settings.setting` (type, default, unit, range or choices,
+description, live or not); the node's parameters and the README's table come from it. The
+checks a range cannot express (a port for the servo bus, one motor id and one limit per
+joint, ...) raise ValueError naming the parameter. From it come the worker thread's settings
+(:meth:`HardwareConfig.runner_settings`), the servo bus's
+(:meth:`HardwareConfig.feetech_bus`) and the simulation's (:meth:`HardwareConfig.sim_config`).
+The live fields apply from the next command.
 """
 
 import dataclasses
 from typing import Optional, Tuple
 
+from remote_inference_py.common.settings import check_settings, live_names, setting
 from remote_inference_py.hardware.backend import BACKENDS
 from remote_inference_py.hardware.cameras import (
     CameraConfig, CameraConfigError, DEFAULT_STALL_TIMEOUT_S, parse_cameras)
 from remote_inference_py.hardware.runner import RunnerSettings
 from remote_inference_py.hardware.sim import SimConfig
+from remote_inference_py.robot.calibration import MAX_MOTOR_ID
+from remote_inference_py.robot.control_table import BAUDRATE_TABLE
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 COMMAND_FORMATS = ('joint_state', 'float64_multi_array')
 """Message types of ``joint_commands``: JointState (by name), Float64MultiArray (in order)."""
 
-LIVE_FIELDS = ('max_relative_target', 'limit_tolerance_rad', 'command_timeout_s',
-               'shutdown_grace_s', 'disable_torque_on_shutdown', 'disable_torque_on_fault')
-"""Fields that may change while running (they apply from the next command)."""
+BAUDRATES = tuple(sorted(BAUDRATE_TABLE))
+"""Bus speeds a Feetech STS servo supports [bit/s] (its baud-rate register's table)."""
 
 UNSET_AS_NONE = ('joint_lower_limits', 'joint_upper_limits', 'sim_initial_positions')
 """List fields whose empty value means "the backend's own" (stored as None)."""
@@ -47,61 +50,110 @@ UNSET_AS_NONE = ('joint_lower_limits', 'joint_upper_limits', 'sim_initial_positi
 
 @dataclasses.dataclass(frozen=True)
 class HardwareConfig:
-    """Every setting of the hardware interface node; see the parameters' descriptions."""
+    """Every setting of the hardware interface node (each field is one parameter)."""
 
-    backend: str = 'feetech'
-    port: str = ''
-    baudrate: int = 1000000
-    calibration_file: str = ''
-    joint_names: Tuple[str, ...] = tuple(SO101_JOINT_NAMES)
-    motor_ids: Tuple[int, ...] = (1, 2, 3, 4, 5, 6)
-    publish_rate_hz: float = 50.0
-    max_relative_target: float = 0.35
-    joint_lower_limits: Optional[Tuple[float, ...]] = None
-    joint_upper_limits: Optional[Tuple[float, ...]] = None
-    limit_tolerance_rad: float = 0.2
-    command_format: str = 'joint_state'
-    command_timeout_s: float = 0.5
-    autostart: bool = True
-    shutdown_grace_s: float = 10.0
-    disable_torque_on_shutdown: bool = True
-    disable_torque_on_fault: bool = False
-    bus_retries: int = 2
-    max_consecutive_failures: int = 3
-    latency_timer_ms: float = 16.0
-    configure_servos: bool = True
-    sim_render: bool = True
-    sim_cameras: Tuple[str, ...] = ('front',)
-    share_images: bool = True
-    sim_image_width: int = 640
-    sim_image_height: int = 480
-    sim_camera_rate_hz: float = 30.0
-    sim_cube_seed: int = -1
-    sim_real_time_factor: float = 1.0
-    sim_initial_positions: Optional[Tuple[float, ...]] = None
-    sim_simplify_meshes: bool = True
-    cameras: str = ''
-    camera_stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S
-    jpeg_quality: int = 80
+    backend: str = setting(
+        'feetech', 'What to drive: feetech (Feetech STS servo bus) or sim (MuJoCo SO-101).',
+        choices=BACKENDS)
+    port: str = setting(
+        '', 'Serial port of the servo bus, e.g. /dev/ttyACM0 (feetech; required).')
+    baudrate: int = setting(
+        1000000, 'Servo bus speed (feetech), one of the speeds the servos know.',
+        unit='bit/s', choices=BAUDRATES)
+    calibration_file: str = setting(
+        '', 'LeRobot calibration JSON of the arm (feetech); empty: default calibration (ids'
+        ' 1..6, full encoder range, never written to the servos).')
+    joint_names: Tuple[str, ...] = setting(
+        list(SO101_JOINT_NAMES), 'Joint (motor) names in order; commands are matched by name.')
+    motor_ids: Tuple[int, ...] = setting(
+        [1, 2, 3, 4, 5, 6], 'Bus id of each joint in joint_names order (feetech); must match '
+        'the calibration.', low=0, high=MAX_MOTOR_ID)
+    publish_rate_hz: float = setting(
+        50.0, 'Rate of joint_states, of bus reads and of the sim physics updates.', unit='Hz',
+        low=1.0, high=500.0)
+    max_relative_target: float = setting(
+        0.35, 'Largest distance of a target from the measured position, per joint and command;'
+        ' 0 disables.', unit='rad', low=0.0, high=10.0, live=True)
+    joint_lower_limits: Optional[Tuple[float, ...]] = setting(
+        None, 'Lower joint limits in joint_names order; unset: the calibrated range '
+        '(feetech) or the model (sim).', unit='rad')
+    joint_upper_limits: Optional[Tuple[float, ...]] = setting(
+        None, 'Upper joint limits in joint_names order; unset: the calibrated range '
+        '(feetech) or the model (sim).', unit='rad')
+    limit_tolerance_rad: float = setting(
+        0.2, 'Targets up to this far beyond a joint limit are clamped to it; farther ones '
+        'are rejected as out of range.', unit='rad', low=0.0, high=10.0, live=True)
+    command_format: str = setting(
+        'joint_state', 'joint_commands type: joint_state (matched by name) or '
+        'float64_multi_array (joint_names order).', choices=COMMAND_FORMATS)
+    command_timeout_s: float = setting(
+        0.5, 'Watchdog: no command for this long while active holds the last applied '
+        'target.', unit='s', low=0.01, high=3600.0, live=True)
+    autostart: bool = setting(
+        True, 'Configure and activate at startup; otherwise use the lifecycle services.')
+    shutdown_grace_s: float = setting(
+        10.0, 'On stop, keep applying commands for up to this long, until none arrives for '
+        '0.5 s.', unit='s', low=0.0, high=60.0, live=True)
+    disable_torque_on_shutdown: bool = setting(
+        True, 'Switch torque off when disconnecting (feetech).', live=True)
+    disable_torque_on_fault: bool = setting(
+        False, 'Switch torque off after a persistent bus failure (default: the servos keep '
+        'holding their last goal).', live=True)
+    bus_retries: int = setting(
+        2, 'Extra attempts of a failed bus operation (feetech).', low=0, high=10)
+    max_consecutive_failures: int = setting(
+        3, 'Fault after this many failed bus operations in a row (feetech).', low=1,
+        high=1000)
+    latency_timer_ms: float = setting(
+        16.0, 'USB adapter latency the reply timeout allows for (feetech; 16 for FTDI, '
+        '1-2 for CH340/CH343).', unit='ms', low=0.0, high=100.0)
+    configure_servos: bool = setting(
+        True, "Write LeRobot's SO-101 servo settings (P/I/D, acceleration, return delay) on "
+        'configure (feetech).')
+    sim_render: bool = setting(True, 'Render and publish camera images (sim; needs EGL).')
+    sim_cameras: Tuple[str, ...] = setting(
+        ['front'], 'Cameras of the scene to publish as cameras/<name>/image_raw (sim).')
+    share_images: bool = setting(
+        True, 'Offer camera frames through shared memory (<image topic>/shm) to policy '
+        'servers on this host; the Image topic then carries frames only while something'
+        ' subscribes to it (sim).')
+    cameras: str = setting(
+        '', "Cameras of the real arm in LeRobot's --robot.cameras form, e.g. \"{front: "
+        '{type: opencv, index_or_path: /dev/video0, width: 640, height: 480, fps: 30}}"'
+        ' (feetech; empty: none). Keys: index_or_path, width, height, fps, color_mode, '
+        'rotation, warmup_s, fourcc.')
+    camera_stall_timeout_s: float = setting(
+        DEFAULT_STALL_TIMEOUT_S, 'A camera without a new frame for this long is reported '
+        'stalled on hardware/info (feetech).', unit='s', low=0.05, high=60.0)
+    jpeg_quality: int = setting(
+        80, 'JPEG quality of <image topic>/compressed, encoded only while something '
+        'subscribes (another host); 0: no compressed topic.', low=0, high=100)
+    sim_image_width: int = setting(640, 'Image width (sim).', unit='px', low=1, high=4096)
+    sim_image_height: int = setting(480, 'Image height (sim).', unit='px', low=1, high=4096)
+    sim_camera_rate_hz: float = setting(
+        30.0, 'Image rate (sim).', unit='Hz', low=0.1, high=120.0)
+    sim_cube_seed: int = setting(
+        -1, 'Cube position: -1 fixed, >= 0 random on the table with this seed (sim).',
+        low=-1, high=2147483647)
+    sim_real_time_factor: float = setting(
+        1.0, 'Simulated seconds per wall-clock second (sim).', low=0.01, high=100.0)
+    sim_initial_positions: Optional[Tuple[float, ...]] = setting(
+        None, "Initial joint positions in joint_names order (sim); unset: the model's zero "
+        'pose.', unit='rad')
+    sim_simplify_meshes: bool = setting(
+        True, 'Render simplified visual meshes (sim; ~5x faster frames).')
 
     def __post_init__(self):
-        """Store lists as tuples (unset limits as None) and check what ranges cannot."""
-        for name in ('joint_names', 'motor_ids', 'sim_cameras'):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+        """Check every declared setting (unset limits stored as None), then what ranges cannot."""
+        check_settings(self)
+        names = list(self.joint_names)
         for name in UNSET_AS_NONE:
             value = getattr(self, name)
-            object.__setattr__(self, name, tuple(value) if value else None)
-        if self.backend not in BACKENDS:
-            raise ValueError(f"parameter 'backend' is {self.backend!r}; expected one of "
-                             f'{", ".join(BACKENDS)}')
+            object.__setattr__(self, name, value or None)
         if self.backend == 'feetech' and not self.port:
             raise ValueError("parameter 'port' is empty: the feetech backend needs the serial "
                              'port of the servo bus, e.g. port:=/dev/ttyACM0 (or use '
                              'backend:=sim)')
-        if self.command_format not in COMMAND_FORMATS:
-            raise ValueError(f"parameter 'command_format' is {self.command_format!r}; "
-                             f'expected one of {", ".join(COMMAND_FORMATS)}')
-        names = list(self.joint_names)
         if not names or len(set(names)) != len(names) or not all(names):
             raise ValueError(f"parameter 'joint_names' = {names} must name distinct joints")
         if self.backend == 'feetech' and len(self.motor_ids) != len(names):
@@ -138,6 +190,15 @@ class HardwareConfig:
             disable_torque_on_shutdown=self.disable_torque_on_shutdown,
             disable_torque_on_fault=self.disable_torque_on_fault)
 
+    def feetech_bus(self):
+        """Return the servo bus's configuration (backend feetech; imports the servo SDK)."""
+        from remote_inference_py.hardware.feetech import FeetechBusConfig
+        return FeetechBusConfig(
+            port=self.port, motors=tuple(zip(self.joint_names, self.motor_ids)),
+            baudrate=self.baudrate, retries=self.bus_retries,
+            max_consecutive_failures=self.max_consecutive_failures,
+            latency_timer_ms=self.latency_timer_ms)
+
     def sim_config(self) -> SimConfig:
         """Return the simulated arm's settings (backend sim)."""
         return SimConfig(
@@ -147,3 +208,7 @@ class HardwareConfig:
             camera_rate_hz=self.sim_camera_rate_hz, cube_seed=self.sim_cube_seed,
             real_time_factor=self.sim_real_time_factor,
             simplify_meshes=self.sim_simplify_meshes)
+
+
+LIVE_FIELDS = live_names(HardwareConfig)
+"""Fields that may change while running (they apply from the next command)."""

@@ -19,9 +19,8 @@ errors become the backend's in one place, :func:`backend_error`.
 """
 
 import contextlib
-import dataclasses
 import time
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 import numpy as np
 
@@ -31,21 +30,6 @@ from remote_inference_py.hardware.feetech import (
     BusFaultError, FeetechBus, FeetechBusConfig, FeetechError, ServoCommError,
     ServoStatusError)
 from remote_inference_py.robot.calibration import Calibration, CalibrationError
-
-
-@dataclasses.dataclass(frozen=True)
-class FeetechSettings:
-    """How to reach and drive one Feetech bus."""
-
-    port: str
-    joint_names: Tuple[str, ...]
-    motor_ids: Tuple[int, ...]
-    calibration_file: str = ''
-    baudrate: int = 1_000_000
-    retries: int = 2
-    max_consecutive_failures: int = 3
-    latency_timer_ms: float = 16.0
-    configure_servos: bool = True
 
 
 def backend_error(error: FeetechError) -> RuntimeError:
@@ -80,23 +64,23 @@ def _as_backend_errors():
         raise backend_error(error) from None
 
 
-def load_calibration(settings: FeetechSettings) -> Calibration:
-    """Return the calibration of the configured joints; errors name the file and motor."""
-    if settings.calibration_file:
-        calibration = Calibration.load(settings.calibration_file)
+def load_calibration(bus: FeetechBusConfig, calibration_file: str = '') -> Calibration:
+    """Return the calibration of the bus's motors; errors name the file and motor."""
+    if calibration_file:
+        calibration = Calibration.load(calibration_file)
     else:
         calibration = Calibration.default_so101()
-    for name, motor_id in zip(settings.joint_names, settings.motor_ids):
+    for name, motor_id in bus.motors:
         if name not in calibration:
             raise CalibrationError(
                 f'joint {name!r} is not in the calibration '
-                f'{settings.calibration_file or "(default SO-101)"}; calibrated motors: '
+                f'{calibration_file or "(default SO-101)"}; calibrated motors: '
                 f'{", ".join(calibration.names)}')
         if calibration[name].id != motor_id:
             raise CalibrationError(
                 f'joint {name!r}: motor id {motor_id} differs from id '
                 f'{calibration[name].id} in the calibration '
-                f'{settings.calibration_file or "(default SO-101)"}')
+                f'{calibration_file or "(default SO-101)"}')
     return calibration
 
 
@@ -105,45 +89,43 @@ class FeetechBackend(Backend):
 
     name = 'feetech'
 
-    def __init__(self, settings: FeetechSettings,
-                 calibration: Optional[Calibration] = None):
-        """Prepare the bus (nothing is opened yet); the calibration defaults to the file's."""
-        super().__init__(settings.joint_names)
-        self.settings = settings
+    def __init__(self, bus: FeetechBusConfig, calibration_file: str = '',
+                 configure_servos: bool = True, calibration: Optional[Calibration] = None):
+        """Prepare the bus (nothing is opened yet); the calibration defaults to the file's.
+
+        ``bus`` names the joints (its motors, in order) and how to reach them;
+        ``configure_servos`` writes LeRobot's SO-101 servo settings on open, and a
+        ``calibration_file`` is also written to the motors that differ from it.
+        """
+        super().__init__(tuple(name for name, _ in bus.motors))
+        self.bus_config = bus
+        self.calibration_file = calibration_file
+        self.configure_servos = configure_servos
         self.calibration = calibration if calibration is not None else load_calibration(
-            settings)
+            bus, calibration_file)
         self.bus = None
         for index, name in enumerate(self.joint_names):
             self.lower[index], self.upper[index] = self.calibration.radian_limits(name)
 
     def open(self) -> None:
         """Connect, ping every motor, configure and check the calibration of the servos."""
-        settings = self.settings
-        try:
-            config = FeetechBusConfig(
-                port=settings.port, motors=tuple(zip(settings.joint_names, settings.motor_ids)),
-                baudrate=settings.baudrate, retries=settings.retries,
-                max_consecutive_failures=settings.max_consecutive_failures,
-                latency_timer_ms=settings.latency_timer_ms)
-        except ValueError as error:
-            raise BackendOpenError(str(error)) from None
-        bus = FeetechBus(config)
+        bus = FeetechBus(self.bus_config)
         try:
             bus.connect()
         except FeetechError as error:
             raise BackendOpenError(str(error)) from None
         try:
-            if settings.configure_servos:
+            if self.configure_servos:
                 bus.configure()
-            if settings.calibration_file:
+            if self.calibration_file:
                 self._sync_calibration(bus)
         except (FeetechError, ValueError) as error:
             try:
                 bus.disconnect(disable_torque=False)
             except FeetechError:
                 pass
-            raise BackendOpenError(f'configuring the servos on {settings.port!r} failed: '
-                                   f'{error}') from None
+            raise BackendOpenError(f'configuring the servos on {self.bus_config.port!r} '
+                                   f'failed: {error}') from None
         self.bus = bus
 
     def _sync_calibration(self, bus) -> None:
@@ -159,12 +141,12 @@ class FeetechBackend(Backend):
         motors = {name: self.calibration[name] for name in self.joint_names}
         bus.write_calibration(Calibration(motors))
         self.warnings.append(
-            f'wrote the calibration file {self.settings.calibration_file!r} to motor(s) '
+            f'wrote the calibration file {self.calibration_file!r} to motor(s) '
             f'{", ".join(differing)} (homing offset and position limits differed)')
 
     def _require_bus(self):
         if self.bus is None:
-            raise BackendFault(f'servo bus on {self.settings.port!r} is not open')
+            raise BackendFault(f'servo bus on {self.bus_config.port!r} is not open')
         return self.bus
 
     def read(self, now: float) -> Measurement:

@@ -96,13 +96,11 @@ transitions do their (short) bus I/O in the service callback, serialized with th
 the bus lock.
 """
 
-import dataclasses
 import logging
 import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import ParameterType, SetParametersResult
 from rclpy.duration import Duration
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.lifecycle import TransitionCallbackReturn
@@ -113,15 +111,15 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from remote_inference_py.common.node_main import ConfigError, run_node
-from remote_inference_py.common.params import build_config, declare_parameters, ParamSpec
+from remote_inference_py.common.params import (
+    build_config, declare_parameters, declared, LiveSettings)
 from remote_inference_py.hardware.backend import (
     BackendError, BackendFault, BackendOpenError, check_limits, limits_source)
-from remote_inference_py.hardware.cameras import CameraError, CameraSet, DEFAULT_STALL_TIMEOUT_S
+from remote_inference_py.hardware.cameras import CameraError, CameraSet
 from remote_inference_py.hardware.commands import CommandLimits, CommandRejected
-from remote_inference_py.hardware.config import HardwareConfig, LIVE_FIELDS
+from remote_inference_py.hardware.config import HardwareConfig
 from remote_inference_py.hardware.runner import HardwareRunner, RunnerSink, Throttle
 from remote_inference_py.robot.calibration import CalibrationError
-from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.endpoints import JointStatePublisher, TransportChoiceError
 from remote_inference_py.transport.shared_images import ImagePublisher
@@ -129,102 +127,9 @@ from remote_inference_py.transport.shared_images import ImagePublisher
 SUMMARY_PERIOD_S = 5.0
 CUBE_POSE_RATE_HZ = 10.0
 CAMERA_CHECK_PERIOD_S = 0.25
-T = ParameterType
 
-# Same names as HardwareConfig's fields. Read-only unless marked otherwise; the live ones can
-# be changed with `ros2 param set`. A default of None: a list left unset (the backend's own).
-PARAMETERS = {spec.name: spec for spec in (
-    ParamSpec('backend', 'feetech', T.PARAMETER_STRING,
-              'What to drive: feetech (Feetech STS servo bus) or sim (MuJoCo SO-101).'),
-    ParamSpec('port', '', T.PARAMETER_STRING,
-              'Serial port of the servo bus, e.g. /dev/ttyACM0 (feetech; required).'),
-    ParamSpec('baudrate', 1000000, T.PARAMETER_INTEGER,
-              'Servo bus speed [bit/s] (feetech).', low=9600, high=1000000),
-    ParamSpec('calibration_file', '', T.PARAMETER_STRING,
-              'LeRobot calibration JSON of the arm (feetech); empty: default calibration (ids'
-              ' 1..6, full encoder range, never written to the servos).'),
-    ParamSpec('joint_names', list(SO101_JOINT_NAMES), T.PARAMETER_STRING_ARRAY,
-              'Joint (motor) names in order; commands are matched by name.'),
-    ParamSpec('motor_ids', [1, 2, 3, 4, 5, 6], T.PARAMETER_INTEGER_ARRAY,
-              'Bus id of each joint in joint_names order (feetech); must match the '
-              'calibration.'),
-    ParamSpec('publish_rate_hz', 50.0, T.PARAMETER_DOUBLE,
-              'Rate of joint_states, of bus reads and of the sim physics updates [Hz].',
-              low=1.0, high=500.0),
-    ParamSpec('max_relative_target', 0.35, T.PARAMETER_DOUBLE,
-              'Largest distance of a target from the measured position, per joint and command'
-              ' [rad]; 0 disables.', low=0.0, high=10.0, read_only=False),
-    ParamSpec('joint_lower_limits', None, T.PARAMETER_DOUBLE_ARRAY,
-              'Lower joint limits [rad] in joint_names order; unset: the calibrated range '
-              '(feetech) or the model (sim).'),
-    ParamSpec('joint_upper_limits', None, T.PARAMETER_DOUBLE_ARRAY,
-              'Upper joint limits [rad] in joint_names order; unset: the calibrated range '
-              '(feetech) or the model (sim).'),
-    ParamSpec('limit_tolerance_rad', 0.2, T.PARAMETER_DOUBLE,
-              'Targets up to this far beyond a joint limit are clamped to it; farther ones '
-              'are rejected as out of range [rad].', low=0.0, high=10.0, read_only=False),
-    ParamSpec('command_format', 'joint_state', T.PARAMETER_STRING,
-              'joint_commands type: joint_state (matched by name) or float64_multi_array '
-              '(joint_names order).'),
-    ParamSpec('command_timeout_s', 0.5, T.PARAMETER_DOUBLE,
-              'Watchdog: no command for this long while active holds the last applied target '
-              '[s].', low=0.01, high=3600.0, read_only=False),
-    ParamSpec('autostart', True, T.PARAMETER_BOOL,
-              'Configure and activate at startup; otherwise use the lifecycle services.'),
-    ParamSpec('shutdown_grace_s', 10.0, T.PARAMETER_DOUBLE,
-              'On stop, keep applying commands for up to this long, until none arrives for '
-              '0.5 s [s].', low=0.0, high=60.0, read_only=False),
-    ParamSpec('disable_torque_on_shutdown', True, T.PARAMETER_BOOL,
-              'Switch torque off when disconnecting (feetech).', read_only=False),
-    ParamSpec('disable_torque_on_fault', False, T.PARAMETER_BOOL,
-              'Switch torque off after a persistent bus failure (default: the servos keep '
-              'holding their last goal).', read_only=False),
-    ParamSpec('bus_retries', 2, T.PARAMETER_INTEGER,
-              'Extra attempts of a failed bus operation (feetech).', low=0, high=10),
-    ParamSpec('max_consecutive_failures', 3, T.PARAMETER_INTEGER,
-              'Fault after this many failed bus operations in a row (feetech).', low=1, high=1000),
-    ParamSpec('latency_timer_ms', 16.0, T.PARAMETER_DOUBLE,
-              'USB adapter latency the reply timeout allows for [ms] (feetech; 16 for FTDI, '
-              '1-2 for CH340/CH343).', low=0.0, high=100.0),
-    ParamSpec('configure_servos', True, T.PARAMETER_BOOL,
-              "Write LeRobot's SO-101 servo settings (P/I/D, acceleration, return delay) on "
-              'configure (feetech).'),
-    ParamSpec('sim_render', True, T.PARAMETER_BOOL,
-              'Render and publish camera images (sim; needs EGL).'),
-    ParamSpec('sim_cameras', ['front'], T.PARAMETER_STRING_ARRAY,
-              'Cameras of the scene to publish as cameras/<name>/image_raw (sim).'),
-    ParamSpec('share_images', True, T.PARAMETER_BOOL,
-              'Offer camera frames through shared memory (<image topic>/shm) to policy '
-              'servers on this host; the Image topic then carries frames only while something'
-              ' subscribes to it (sim).'),
-    ParamSpec('cameras', '', T.PARAMETER_STRING,
-              "Cameras of the real arm in LeRobot's --robot.cameras form, e.g. \"{front: "
-              '{type: opencv, index_or_path: /dev/video0, width: 640, height: 480, fps: 30}}"'
-              ' (feetech; empty: none). Keys: index_or_path, width, height, fps, color_mode, '
-              'rotation, warmup_s, fourcc.'),
-    ParamSpec('camera_stall_timeout_s', DEFAULT_STALL_TIMEOUT_S, T.PARAMETER_DOUBLE,
-              'A camera without a new frame for this long is reported stalled on '
-              'hardware/info [s] (feetech).', low=0.05, high=60.0),
-    ParamSpec('jpeg_quality', 80, T.PARAMETER_INTEGER,
-              'JPEG quality of <image topic>/compressed, encoded only while something '
-              'subscribes (another host); 0: no compressed topic.', low=0, high=100),
-    ParamSpec('sim_image_width', 640, T.PARAMETER_INTEGER,
-              'Image width [px] (sim).', low=1, high=4096),
-    ParamSpec('sim_image_height', 480, T.PARAMETER_INTEGER,
-              'Image height [px] (sim).', low=1, high=4096),
-    ParamSpec('sim_camera_rate_hz', 30.0, T.PARAMETER_DOUBLE,
-              'Image rate [Hz] (sim).', low=0.1, high=120.0),
-    ParamSpec('sim_cube_seed', -1, T.PARAMETER_INTEGER,
-              'Cube position: -1 fixed, >= 0 random on the table with this seed (sim).',
-              low=-1, high=2147483647),
-    ParamSpec('sim_real_time_factor', 1.0, T.PARAMETER_DOUBLE,
-              'Simulated seconds per wall-clock second (sim).', low=0.01, high=100.0),
-    ParamSpec('sim_initial_positions', None, T.PARAMETER_DOUBLE_ARRAY,
-              "Initial joint positions [rad] in joint_names order (sim); unset: the model's "
-              'zero pose.'),
-    ParamSpec('sim_simplify_meshes', True, T.PARAMETER_BOOL,
-              'Render simplified visual meshes (sim; ~5x faster frames).'),
-)}
+# Declared once, as the fields of HardwareConfig.
+PARAMETERS = declared(HardwareConfig)
 
 
 class _DriverLogHandler(logging.Handler):
@@ -321,8 +226,7 @@ class HardwareInterfaceNode(LifecycleNode):
                                      self.on_array_command, qos.COMMANDS)
         self.create_service(Trigger, 'hardware/enable_torque', self.on_enable_torque)
         self.create_service(Trigger, 'hardware/disable_torque', self.on_disable_torque)
-        self.add_on_set_parameters_callback(self.on_set_parameters)
-        self.add_post_set_parameters_callback(self.after_set_parameters)
+        self.live = LiveSettings(self, (self.config,), self.apply_settings)
         self.create_timer(SUMMARY_PERIOD_S, self.log_summary)
         self.autostart_timer = None
         if self.config.autostart:
@@ -351,23 +255,9 @@ class HardwareInterfaceNode(LifecycleNode):
                              max_relative_target=config.max_relative_target,
                              limit_tolerance=config.limit_tolerance_rad)
 
-    def on_set_parameters(self, params):
-        """Check live changes of the tunables (ranges are checked by their descriptors)."""
-        for param in params:
-            if param.name not in LIVE_FIELDS:
-                return SetParametersResult(successful=False,
-                                           reason=f'parameter {param.name!r} is read-only')
-        try:
-            dataclasses.replace(self.config, **{p.name: p.value for p in params})
-        except ValueError as error:
-            return SetParametersResult(successful=False, reason=str(error))
-        return SetParametersResult(successful=True)
-
-    def after_set_parameters(self, params):
+    def apply_settings(self, configs, changes):
         """Hand the new tunables to the runner; they apply from the next command."""
-        self.config = dataclasses.replace(self.config, **{p.name: p.value for p in params})
-        for param in params:
-            self.get_logger().info(f'parameter {param.name} set to {param.value!r}')
+        self.config, = configs
         runner = self.runner
         if runner is not None:
             limits = runner.limits
@@ -444,14 +334,8 @@ class HardwareInterfaceNode(LifecycleNode):
                               on_cube_pose=self.publish_cube_pose,
                               cube_pose_rate_hz=CUBE_POSE_RATE_HZ)
         # Only this backend needs the servo SDK (and a serial port).
-        from remote_inference_py.hardware.feetech_backend import (
-            FeetechBackend, FeetechSettings, load_calibration)
-        feetech = FeetechSettings(
-            port=s.port, joint_names=s.joint_names, motor_ids=s.motor_ids,
-            calibration_file=s.calibration_file, baudrate=s.baudrate,
-            retries=s.bus_retries, max_consecutive_failures=s.max_consecutive_failures,
-            latency_timer_ms=s.latency_timer_ms, configure_servos=s.configure_servos)
-        return FeetechBackend(feetech, load_calibration(feetech))
+        from remote_inference_py.hardware.feetech_backend import FeetechBackend
+        return FeetechBackend(s.feetech_bus(), s.calibration_file, s.configure_servos)
 
     def _transition_failed(self, what, error):
         self.last_error = str(error)

@@ -15,107 +15,144 @@
 """
 The policy server's settings as one frozen, validated dataclass (no ROS).
 
-The node maps its declared ROS parameters one to one onto the fields of :class:`ServerConfig`
-(same names). From it come what the runtime registry needs to load the policy
-(:meth:`ServerConfig.runtime_options`) and the core's settings
-(:meth:`ServerConfig.server_settings`); ``idle_timeout_s``, ``observation_wait_s``,
-``extra_latency_s`` and ``extra_compute_s`` may change while serving, everything else is
-fixed at start-up.
+Each field of :class:`ServerConfig` is one parameter of the node, declared once here with
+:func:`~remote_inference_py.common.settings.setting` (type, default, unit, range or choices,
+description, live or not); the node's parameters and the README's table come from it. The
+core takes the config itself as its settings; what the runtime registry needs to load the
+policy comes from :meth:`ServerConfig.runtime_options`. The live settings
+(:data:`LIVE_FIELDS`: the two timeouts and the two injected delays) may change while
+serving; everything else is fixed at start-up.
 """
 
 import dataclasses
 from typing import Dict, Optional, Tuple
 
-from remote_inference_py.contract.admission import PRESENCE_LEASE_S
-from remote_inference_py.policy_server.core import ServerSettings
+from remote_inference_py.common.settings import check_settings, live_names, setting
+from remote_inference_py.contract.admission import MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S
 from remote_inference_py.policy_server.runtimes import RuntimeOptions
-from remote_inference_py.policy_server.sampler import SamplerOverrides
+from remote_inference_py.policy_server.sampler import MAX_STEPS, PREFIX_SCHEDULES
 from remote_inference_py.policy_server.topics import IMAGE_TRANSPORTS, parse_feature_topics
 from remote_inference_py.robot.calibration import Calibration
-
-LIVE_FIELDS = ('idle_timeout_s', 'observation_wait_s', 'extra_latency_s', 'extra_compute_s')
-"""Fields that may change while serving (the same fields of ServerSettings)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class ServerConfig:
     """Every setting of the policy server; invalid values raise ValueError naming the field.
 
-    The parameters' descriptions (``policy_server/node.py``, and the README's table) say
-    what each means. Lists are accepted where tuples are expected and stored as tuples.
+    Lists are accepted where tuples are expected and stored as tuples.
     """
 
-    deployment: str = 'so101'
-    policy_type: str = 'auto'
-    checkpoint: str = ''
-    manifest: str = ''
-    device: str = 'cpu'
-    cpu_threads: int = 1
-    semantics: str = ''
-    fps: float = 0.0
-    calibration_file: str = ''
-    robot_namespaces: Tuple[str, ...] = ('',)
-    feature_topics: Tuple[str, ...] = ()
-    rotate_180: Tuple[str, ...] = ()
-    convert_mono_to_rgb: bool = False
-    chunk_length: int = 0
-    max_clients: int = 1
-    max_batch_size: int = 8
-    observation_history: int = 10
-    warmup_iterations: int = 3
-    demo_cameras: Tuple[str, ...] = ()
-    demo_image_size: Tuple[int, ...] = (480, 640)
-    idle_timeout_s: float = 10.0
-    observation_wait_s: float = 0.25
-    inline_serve_max_ms: float = 2.0
-    extra_latency_s: float = 0.0
-    extra_compute_s: float = 0.0
-    presence_lease_s: float = PRESENCE_LEASE_S
-    image_transport: str = 'raw'
-    max_requests_per_client: int = 4
-    flow_steps: int = 0
-    rtc_execution_horizon: int = 0
-    rtc_prefix_schedule: str = ''
-    rtc_max_guidance_weight: float = 0.0
+    deployment: str = setting(
+        'so101', 'Name of this deployment; clients must ask for the same.')
+    policy_type: str = setting(
+        'auto', 'auto, demo, torchscript, torch_export, lerobot or python (auto: from the '
+        'checkpoint; none -> the built-in demo policy).')
+    checkpoint: str = setting(
+        '', 'Model file (.pt2, .pt/.ts), LeRobot checkpoint directory or Hub id, or '
+        'package.module:factory for python; empty: the built-in demo.')
+    manifest: str = setting(
+        '', 'Manifest (JSON/YAML); empty: <checkpoint stem>.json|.yaml beside it.')
+    device: str = setting('cpu', 'Torch device: cpu, cuda, cuda:<n> or mps.')
+    cpu_threads: int = setting(
+        1, "CPU threads torch may use (0: torch's default, every core). 1 keeps the other "
+        'cores for the robot side; measured 10-100x faster small-model passes on a busy'
+        ' 2-core host.', low=0, high=256)
+    semantics: str = setting(
+        '', "Action units; empty: the policy's. Must equal the policy's when set (the demo "
+        'policy speaks either registered semantics).')
+    fps: float = setting(
+        0.0, "Action rate; 0: the policy's. Required for LeRobot checkpoints without a "
+        'manifest.', unit='Hz', low=0.0, high=1000.0)
+    calibration_file: str = setting(
+        '', 'LeRobot calibration JSON of the arm (for semantics that need it); empty: the '
+        'default SO-101 calibration.')
+    robot_namespaces: Tuple[str, ...] = setting(
+        [''], "Robots served, one namespace each ('' = this node's namespace).")
+    feature_topics: Tuple[str, ...] = setting(
+        None, 'feature=topic overrides for image and privileged features; a topic ending in '
+        '/compressed is read as sensor_msgs/CompressedImage.')
+    image_transport: str = setting(
+        'raw', 'raw (sensor_msgs/Image, or shared memory on the same host) or compressed (read '
+        '<camera topic>/compressed: JPEG, for a server on another host); feature_topics '
+        'entries are used as written.', choices=IMAGE_TRANSPORTS)
+    rotate_180: Tuple[str, ...] = setting(
+        None, 'Image features to rotate by 180 degrees (cameras mounted upside down).')
+    convert_mono_to_rgb: bool = setting(
+        False, 'Let 3-channel colour features take mono8 / greyscale frames (grey repeated in '
+        'three channels, said once in the log); false: refused by name.')
+    chunk_length: int = setting(
+        0, "Steps per published chunk (first steps of the model's); 0: all.", low=0,
+        high=100000)
+    max_clients: int = setting(
+        1, 'Admitted sessions at most, over all robots.', low=1, high=1000)
+    max_requests_per_client: int = setting(
+        4, 'Requests one client may keep in flight (queued and served in order); a client '
+        'asking more at admission is refused.', low=1, high=MAX_REQUESTS_IN_FLIGHT)
+    max_batch_size: int = setting(
+        8, 'Requests batched into one forward pass at most (if the policy allows).', low=1,
+        high=1024)
+    observation_history: int = setting(
+        10, "Samples kept per stream (at least each feature's history).", low=1, high=1000)
+    warmup_iterations: int = setting(
+        3, 'Warm-up forward passes before serving.', low=1, high=1000)
+    demo_cameras: Tuple[str, ...] = setting(
+        None, 'Cameras the built-in demo policy looks at (observation.images.<name>).')
+    demo_image_size: Tuple[int, ...] = setting(
+        [480, 640], "Declared [height, width] of the demo policy's camera images.", unit='px',
+        low=1, high=100000)
+    idle_timeout_s: float = setting(
+        10.0, 'A client without requests this long is released when its slot is needed; '
+        '0: never.', unit='s', low=0.0, high=86400.0, live=True)
+    observation_wait_s: float = setting(
+        0.25, "Wait this long for an observation captured at or after the request's earliest "
+        'capture stamp, then answer with an error.', unit='s', low=0.0, high=60.0, live=True)
+    inline_serve_max_ms: float = setting(
+        2.0, 'Serve a ready request in the callback that completed it (no hand-off to the '
+        'inference thread) when warm-up measured a forward pass this fast and one '
+        'robot is served; 0: never.', unit='ms', low=0.0, high=100.0)
+    presence_lease_s: float = setting(
+        PRESENCE_LEASE_S, 'Liveliness lease of policy/chunk: silent this long, the server '
+        'counts as lost; clients must use the same.', unit='s', low=0.1, high=3600.0)
+    flow_steps: int = setting(
+        0, "Euler steps of a flow_matching policy's sampler; 0: the manifest's.", low=0,
+        high=MAX_STEPS)
+    rtc_execution_horizon: int = setting(
+        0, 'flow_matching: rows of the committed plan a new chunk is steered toward (at '
+        "most the chunk length); 0: the manifest's.", low=0, high=100000)
+    rtc_prefix_schedule: str = setting(
+        '', 'flow_matching: how the steering fades from the frozen rows to the execution '
+        "horizon; empty: the manifest's.", choices=('',) + PREFIX_SCHEDULES)
+    rtc_max_guidance_weight: float = setting(
+        0.0, "flow_matching: cap of the guidance weight; 0: the manifest's.", low=0.0,
+        high=1000000.0)
+    extra_latency_s: float = setting(
+        0.0, 'Test/benchmark knob: hold every answer back this long after it is computed, '
+        'without holding up the worker (a slow link or remote queue); keep 0 in '
+        'production.', unit='s', low=0.0, high=60.0, live=True)
+    extra_compute_s: float = setting(
+        0.0, 'Test/benchmark knob: keep the worker busy this much longer per forward pass (a '
+        'slower model; counted as inference time); keep 0 in production.', unit='s',
+        low=0.0, high=60.0, live=True)
 
     def __post_init__(self):
-        """Store the lists as tuples and validate what the parameter ranges cannot."""
-        for name in ('robot_namespaces', 'feature_topics', 'rotate_180', 'demo_cameras',
-                     'demo_image_size'):
-            object.__setattr__(self, name, tuple(getattr(self, name) or ()))
-        if len(self.demo_image_size) != 2 or min(self.demo_image_size) < 1:
+        """Check every declared setting, then what the ranges cannot."""
+        check_settings(self)
+        for name in ('feature_topics', 'rotate_180', 'demo_cameras'):
+            object.__setattr__(self, name, getattr(self, name) or ())
+        if len(self.demo_image_size) != 2:
             raise ValueError(f"parameter 'demo_image_size' must be [height, width], got "
                              f'{list(self.demo_image_size)}')
-        if self.image_transport not in IMAGE_TRANSPORTS:
-            raise ValueError(f"parameter 'image_transport' is {self.image_transport!r}; "
-                             f'expected one of {", ".join(IMAGE_TRANSPORTS)}')
+        if not self.deployment:
+            raise ValueError("parameter 'deployment' must not be empty")
+        robots = self.robot_namespaces
+        if not robots or len(set(robots)) != len(robots):
+            raise ValueError(f"parameter 'robot_namespaces' must be non-empty and unique, got "
+                             f'{list(robots)}')
         self.topic_overrides()
-        self.server_settings()
-        self.sampler_overrides()
 
     def topic_overrides(self) -> Dict[str, str]:
         """Return ``feature_topics`` as ``{feature: topic}``; ValueError names a bad entry."""
         return parse_feature_topics(self.feature_topics)
-
-    def sampler_overrides(self) -> SamplerOverrides:
-        """Return the flow sampler parameters; ValueError names a bad one."""
-        return SamplerOverrides(
-            flow_steps=self.flow_steps, rtc_execution_horizon=self.rtc_execution_horizon,
-            rtc_prefix_schedule=self.rtc_prefix_schedule,
-            rtc_max_guidance_weight=self.rtc_max_guidance_weight).check()
-
-    def server_settings(self) -> ServerSettings:
-        """Return the core's settings (validated there)."""
-        return ServerSettings(
-            deployment=self.deployment, robots=self.robot_namespaces,
-            max_clients=self.max_clients, idle_timeout_s=self.idle_timeout_s,
-            observation_wait_s=self.observation_wait_s,
-            observation_history=self.observation_history, max_batch_size=self.max_batch_size,
-            chunk_length=self.chunk_length, rotate_180=self.rotate_180,
-            convert_mono_to_rgb=self.convert_mono_to_rgb,
-            extra_latency_s=self.extra_latency_s, extra_compute_s=self.extra_compute_s,
-            presence_lease_s=self.presence_lease_s,
-            max_requests_per_client=self.max_requests_per_client)
 
     def runtime_options(self, calibration: Optional[Calibration] = None) -> RuntimeOptions:
         """Return what the runtime registry needs to load the policy."""
@@ -127,3 +164,7 @@ class ServerConfig:
             rtc_execution_horizon=self.rtc_execution_horizon,
             rtc_prefix_schedule=self.rtc_prefix_schedule,
             rtc_max_guidance_weight=self.rtc_max_guidance_weight)
+
+
+LIVE_FIELDS = live_names(ServerConfig)
+"""Fields that may change while serving."""

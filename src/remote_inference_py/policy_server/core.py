@@ -21,8 +21,8 @@ thread. Samples, admissions and requests go in (each call returns in microsecond
 work comes out of :meth:`take_work`, :meth:`compute` runs the forward pass on it and
 :meth:`finish` turns the result into answers::
 
-    core = PolicyServerCore(ServerSettings(deployment='so101'), runtime)
-    core.on_joint_states('', stamp_ns, names, positions)
+    core = PolicyServerCore(ServerConfig(deployment='so101'), runtime)
+    core.on_joint_states('', stamp_ns, names, positions)       # subscription callbacks
     result = core.admit('', admit_request)
     core.on_request(Request('', result.session_id, 1, earliest_ns))   # None: queued
     answers = core.finish(core.compute(core.take_work()))
@@ -65,17 +65,18 @@ that long after it is computed (a link or a remote queue: serving goes on meanwh
 
 import collections
 import dataclasses
-import math
+import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from remote_inference_py.contract.admission import (
-    AdmitRequest, check_admission, FeatureDeclaration, MAX_REQUESTS_IN_FLIGHT, MERGE_MODES,
-    PLAIN_MERGE_MODES, PRESENCE_LEASE_S, ServerContract)
+    AdmitRequest, check_admission, FeatureDeclaration, MERGE_MODES, PLAIN_MERGE_MODES,
+    ServerContract)
 from remote_inference_py.contract.plan import CommittedPlan
 from remote_inference_py.policy_server import images
+from remote_inference_py.policy_server.config import LIVE_FIELDS, ServerConfig
 from remote_inference_py.policy_server.images import InputError
 from remote_inference_py.policy_server.observation import (
     JOINT_STATES, ObservationAssembler, Selection)
@@ -92,53 +93,6 @@ UNUSABLE_OBSERVATION = 'unusable observation'
 SUPERSEDED = 'superseded'
 DROPPED = 'dropped from a full queue'
 SESSION_RELEASED = 'session released'
-
-
-@dataclasses.dataclass(frozen=True)
-class ServerSettings:
-    """The core's settings; invalid values raise ValueError naming the field."""
-
-    deployment: str
-    robots: Tuple[str, ...] = ('',)
-    max_clients: int = 1
-    idle_timeout_s: float = 10.0
-    observation_wait_s: float = 0.25
-    observation_history: int = 10
-    max_batch_size: int = 8
-    chunk_length: int = 0
-    rotate_180: Tuple[str, ...] = ()
-    convert_mono_to_rgb: bool = False
-    extra_latency_s: float = 0.0
-    presence_lease_s: float = PRESENCE_LEASE_S
-    max_requests_per_client: int = 4
-    extra_compute_s: float = 0.0
-
-    def __post_init__(self):
-        """Validate every field."""
-        object.__setattr__(self, 'robots', tuple(self.robots))
-        object.__setattr__(self, 'rotate_180', tuple(self.rotate_180))
-        if not self.deployment:
-            raise ValueError('deployment must not be empty')
-        if not self.robots or len(set(self.robots)) != len(self.robots):
-            raise ValueError(f'robot_namespaces must be non-empty and unique, got '
-                             f'{list(self.robots)}')
-        for name, low in (('max_clients', 1), ('observation_history', 1),
-                          ('max_batch_size', 1), ('chunk_length', 0)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < low:
-                raise ValueError(f'{name} must be an integer >= {low}, got {value!r}')
-        value = self.max_requests_per_client
-        if not isinstance(value, int) or not 1 <= value <= MAX_REQUESTS_IN_FLIGHT:
-            raise ValueError(f'max_requests_per_client must be an integer from 1 to '
-                             f'{MAX_REQUESTS_IN_FLIGHT}, got {value!r}')
-        if not (isinstance(self.presence_lease_s, (int, float))
-                and math.isfinite(self.presence_lease_s) and self.presence_lease_s > 0):
-            raise ValueError(f'presence_lease_s must be > 0, got {self.presence_lease_s!r}')
-        for name in ('idle_timeout_s', 'observation_wait_s', 'extra_latency_s',
-                     'extra_compute_s'):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValueError(f'{name} must be a finite number >= 0, got {value!r}')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,7 +189,7 @@ def _request_order(job: Job) -> int:
 class PolicyServerCore:
     """Buffers, admission, request slots, batching and the model boundary (see module doc)."""
 
-    def __init__(self, settings: ServerSettings, runtime: PolicyRuntime,
+    def __init__(self, settings: ServerConfig, runtime: PolicyRuntime,
                  calibration: Optional[Calibration] = None,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Optional[Callable[[float], object]] = None):
@@ -260,7 +214,7 @@ class PolicyServerCore:
         self.batch_limit = max(1, min(settings.max_batch_size, runtime.max_batch_size))
         self.step_period = 1.0 / spec.fps
         self.buffers = {robot: self.assembler.new_buffers(settings.observation_history)
-                        for robot in settings.robots}
+                        for robot in settings.robot_namespaces}
         self.contract = ServerContract(
             deployment=settings.deployment, semantics=spec.semantics,
             action_names=spec.action_joints, action_rate=spec.fps,
@@ -288,10 +242,9 @@ class PolicyServerCore:
 
     # ---- settings -----------------------------------------------------------------------
 
-    def update_settings(self, **changes) -> ServerSettings:
-        """Apply live changes (the timeouts and the two injected delays)."""
-        live = {'idle_timeout_s', 'observation_wait_s', 'extra_latency_s', 'extra_compute_s'}
-        fixed = sorted(set(changes) - live)
+    def update_settings(self, **changes) -> ServerConfig:
+        """Apply live changes (the config's LIVE_FIELDS: timeouts and injected delays)."""
+        fixed = sorted(set(changes) - set(LIVE_FIELDS))
         if fixed:
             raise ValueError(f'read-only while running: {", ".join(fixed)}')
         self.settings = dataclasses.replace(self.settings, **changes)

@@ -218,8 +218,7 @@ def load_policy(config: ServerConfig, log: Callable[[str], None] = lambda text: 
         if config.cpu_threads > 0 and 'torch' in sys.modules:
             sys.modules['torch'].set_num_threads(config.cpu_threads)
         report = warm_up(runtime, config.warmup_iterations, config.max_batch_size)
-        settings = config.server_settings()
-        core = PolicyServerCore(settings, runtime, calibration, sleep=sleep)
+        core = PolicyServerCore(config, runtime, calibration, sleep=sleep)
         topics = resolve_topics(runtime.spec, config.topic_overrides(),
                                 config.image_transport)
         core.warm_preprocessing()
@@ -228,7 +227,7 @@ def load_policy(config: ServerConfig, log: Callable[[str], None] = lambda text: 
         raise
     # Serve in the callback (one thread hand-off less) only when it cannot hold up the node:
     # a fast model, and one robot (nothing to batch).
-    inline = len(settings.robots) == 1 and report.last_ms <= config.inline_serve_max_ms
+    inline = len(config.robot_namespaces) == 1 and report.last_ms <= config.inline_serve_max_ms
     loaded = LoadedPolicy(runtime=runtime, core=core, topics=topics, report=report,
                           load_s=load_s, inline=inline)
     log(loaded.loaded_text())

@@ -74,14 +74,12 @@ forward pass busy that much longer (a slower model, reported as inference time).
 """
 
 import copy
-import dataclasses
 import threading
 import time
 import uuid
 
 from geometry_msgs.msg import PoseStamped
 import numpy as np
-from rcl_interfaces.msg import ParameterType, SetParametersResult
 from rclpy.duration import Duration
 from rclpy.node import Node
 from remote_inference.msg import InferenceRequest, ObservationFeature
@@ -90,11 +88,12 @@ from sensor_msgs.msg import CompressedImage as CompressedImageMsg
 from std_msgs.msg import Float64MultiArray
 
 from remote_inference_py.common.node_main import ConfigError, run_node
-from remote_inference_py.common.params import build_config, declare_parameters, ParamSpec
+from remote_inference_py.common.params import (
+    build_config, declare_parameters, declared, LiveSettings)
 from remote_inference_py.contract.admission import (
-    AdmitRequest, MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S, PROTOCOL_VERSION)
+    AdmitRequest, PROTOCOL_VERSION)
 from remote_inference_py.contract.plan import plan_from_fields
-from remote_inference_py.policy_server.config import LIVE_FIELDS, ServerConfig
+from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import Answer, Request
 from remote_inference_py.policy_server.images import CompressedImage, InputError, RawImage
 from remote_inference_py.policy_server.loading import load_policy
@@ -112,104 +111,9 @@ REQUESTS_QOS = copy.copy(qos.COMMANDS)
 REQUESTS_QOS.depth = 100
 IMAGE_PATH_CHECK_S = 1.0
 ERROR_LOG_PERIOD_S = 5.0
-T = ParameterType
 
-# Same names as ServerConfig's fields. Read-only unless marked otherwise. A default of None:
-# a list left unset.
-PARAMETERS = {spec.name: spec for spec in (
-    ParamSpec('deployment', 'so101', T.PARAMETER_STRING,
-              'Name of this deployment; clients must ask for the same.'),
-    ParamSpec('policy_type', 'auto', T.PARAMETER_STRING,
-              'auto, demo, torchscript, torch_export, lerobot or python (auto: from the '
-              'checkpoint; none -> the built-in demo policy).'),
-    ParamSpec('checkpoint', '', T.PARAMETER_STRING,
-              'Model file (.pt2, .pt/.ts), LeRobot checkpoint directory or Hub id, or '
-              'package.module:factory for python; empty: the built-in demo.'),
-    ParamSpec('manifest', '', T.PARAMETER_STRING,
-              'Manifest (JSON/YAML); empty: <checkpoint stem>.json|.yaml beside it.'),
-    ParamSpec('device', 'cpu', T.PARAMETER_STRING,
-              'Torch device: cpu, cuda, cuda:<n> or mps.'),
-    ParamSpec('cpu_threads', 1, T.PARAMETER_INTEGER,
-              "CPU threads torch may use (0: torch's default, every core). 1 keeps the other "
-              'cores for the robot side; measured 10-100x faster small-model passes on a busy'
-              ' 2-core host.', low=0, high=256),
-    ParamSpec('semantics', '', T.PARAMETER_STRING,
-              "Action units; empty: the policy's. Must equal the policy's when set (the demo "
-              'policy speaks either registered semantics).'),
-    ParamSpec('fps', 0.0, T.PARAMETER_DOUBLE,
-              "Action rate [Hz]; 0: the policy's. Required for LeRobot checkpoints without a "
-              'manifest.', low=0.0, high=1000.0),
-    ParamSpec('calibration_file', '', T.PARAMETER_STRING,
-              'LeRobot calibration JSON of the arm (for semantics that need it); empty: the '
-              'default SO-101 calibration.'),
-    ParamSpec('robot_namespaces', [''], T.PARAMETER_STRING_ARRAY,
-              "Robots served, one namespace each ('' = this node's namespace)."),
-    ParamSpec('feature_topics', None, T.PARAMETER_STRING_ARRAY,
-              'feature=topic overrides for image and privileged features; a topic ending in '
-              '/compressed is read as sensor_msgs/CompressedImage.'),
-    ParamSpec('image_transport', 'raw', T.PARAMETER_STRING,
-              'raw (sensor_msgs/Image, or shared memory on the same host) or compressed (read '
-              '<camera topic>/compressed: JPEG, for a server on another host); feature_topics '
-              'entries are used as written.'),
-    ParamSpec('rotate_180', None, T.PARAMETER_STRING_ARRAY,
-              'Image features to rotate by 180 degrees (cameras mounted upside down).'),
-    ParamSpec('convert_mono_to_rgb', False, T.PARAMETER_BOOL,
-              'Let 3-channel colour features take mono8 / greyscale frames (grey repeated in '
-              'three channels, said once in the log); false: refused by name.'),
-    ParamSpec('chunk_length', 0, T.PARAMETER_INTEGER,
-              "Steps per published chunk (first steps of the model's); 0: all.",
-              low=0, high=100000),
-    ParamSpec('max_clients', 1, T.PARAMETER_INTEGER,
-              'Admitted sessions at most, over all robots.', low=1, high=1000),
-    ParamSpec('max_requests_per_client', 4, T.PARAMETER_INTEGER,
-              'Requests one client may keep in flight (queued and served in order); a client '
-              'asking more at admission is refused.', low=1, high=MAX_REQUESTS_IN_FLIGHT),
-    ParamSpec('max_batch_size', 8, T.PARAMETER_INTEGER,
-              'Requests batched into one forward pass at most (if the policy allows).',
-              low=1, high=1024),
-    ParamSpec('observation_history', 10, T.PARAMETER_INTEGER,
-              "Samples kept per stream (at least each feature's history).", low=1, high=1000),
-    ParamSpec('warmup_iterations', 3, T.PARAMETER_INTEGER,
-              'Warm-up forward passes before serving.', low=1, high=1000),
-    ParamSpec('demo_cameras', None, T.PARAMETER_STRING_ARRAY,
-              'Cameras the built-in demo policy looks at (observation.images.<name>).'),
-    ParamSpec('demo_image_size', [480, 640], T.PARAMETER_INTEGER_ARRAY,
-              "Declared [height, width] of the demo policy's camera images."),
-    ParamSpec('idle_timeout_s', 10.0, T.PARAMETER_DOUBLE,
-              'A client without requests this long is released when its slot is needed [s]; '
-              '0: never.', low=0.0, high=86400.0, read_only=False),
-    ParamSpec('observation_wait_s', 0.25, T.PARAMETER_DOUBLE,
-              "Wait this long for an observation captured at or after the request's earliest "
-              'capture stamp, then answer with an error [s].',
-              low=0.0, high=60.0, read_only=False),
-    ParamSpec('inline_serve_max_ms', 2.0, T.PARAMETER_DOUBLE,
-              'Serve a ready request in the callback that completed it (no hand-off to the '
-              'inference thread) when warm-up measured a forward pass this fast [ms] and one '
-              'robot is served; 0: never.', low=0.0, high=100.0),
-    ParamSpec('presence_lease_s', PRESENCE_LEASE_S, T.PARAMETER_DOUBLE,
-              'Liveliness lease of policy/chunk [s]: silent this long, the server counts as '
-              'lost; clients must use the same.', low=0.1, high=3600.0),
-    ParamSpec('flow_steps', 0, T.PARAMETER_INTEGER,
-              "Euler steps of a flow_matching policy's sampler; 0: the manifest's.",
-              low=0, high=1000),
-    ParamSpec('rtc_execution_horizon', 0, T.PARAMETER_INTEGER,
-              'flow_matching: rows of the committed plan a new chunk is steered toward (at '
-              "most the chunk length); 0: the manifest's.", low=0, high=100000),
-    ParamSpec('rtc_prefix_schedule', '', T.PARAMETER_STRING,
-              'flow_matching: how the steering fades from the frozen rows to the execution '
-              "horizon: linear, exp, ones or zeros; empty: the manifest's."),
-    ParamSpec('rtc_max_guidance_weight', 0.0, T.PARAMETER_DOUBLE,
-              "flow_matching: cap of the guidance weight; 0: the manifest's.",
-              low=0.0, high=1000000.0),
-    ParamSpec('extra_latency_s', 0.0, T.PARAMETER_DOUBLE,
-              'Test/benchmark knob: hold every answer back this long after it is computed, '
-              'without holding up the worker (a slow link or remote queue) [s]; keep 0 in '
-              'production.', low=0.0, high=60.0, read_only=False),
-    ParamSpec('extra_compute_s', 0.0, T.PARAMETER_DOUBLE,
-              'Test/benchmark knob: keep the worker busy this much longer per forward pass (a '
-              'slower model; counted as inference time) [s]; keep 0 in production.',
-              low=0.0, high=60.0, read_only=False),
-)}
+# Declared once, as the fields of ServerConfig.
+PARAMETERS = declared(ServerConfig)
 
 
 def stamp_ns(stamp):
@@ -249,16 +153,15 @@ class PolicyServerNode(Node):
             log_error=lambda where, text: self.log_throttled('error', (where,), text))
         settings = self.core.settings
 
-        for robot in settings.robots:
+        for robot in settings.robot_namespaces:
             self._create_robot_entities(robot)
-        self.add_on_set_parameters_callback(self.on_set_parameters)
-        self.add_post_set_parameters_callback(self.on_parameters_set)
+        self.live = LiveSettings(self, (self.config,), self.apply_settings)
         self.create_timer(SUMMARY_PERIOD_S, self.log_summary)
         self.create_timer(IMAGE_PATH_CHECK_S, self.check_image_paths)
         self.scheduler.start()
         clients = 'one client' if settings.max_clients == 1 else \
             f'{settings.max_clients} clients'
-        robots = ', '.join(repr(r) for r in settings.robots)
+        robots = ', '.join(repr(r) for r in settings.robot_namespaces)
         self.get_logger().info(f'serving robot namespace(s) {robots}; inputs: '
                                f'{self._inputs_text()}')
         self.get_logger().info(f'Policy server ready: deployment={settings.deployment} '
@@ -318,23 +221,10 @@ class PolicyServerNode(Node):
 
     # ---- parameters ---------------------------------------------------------------------
 
-    def on_set_parameters(self, params):
-        """Validate live changes (read-only ones are refused by ROS itself)."""
-        changes = {p.name: p.value for p in params if p.name in LIVE_FIELDS}
-        try:
-            dataclasses.replace(self.config, **changes)
-        except ValueError as error:
-            return SetParametersResult(successful=False, reason=str(error))
-        return SetParametersResult(successful=True)
-
-    def on_parameters_set(self, params):
-        """Apply validated live changes."""
-        changes = {p.name: p.value for p in params if p.name in LIVE_FIELDS}
-        if changes:
-            self.config = dataclasses.replace(self.config, **changes)
-            self.scheduler.update_settings(**changes)
-            for name, value in changes.items():
-                self.get_logger().info(f'parameter {name} set to {value!r}')
+    def apply_settings(self, configs, changes):
+        """Hand live changes to the core (validated by LiveSettings before they were set)."""
+        self.config, = configs
+        self.scheduler.update_settings(**changes)
 
     # ---- inputs -------------------------------------------------------------------------
 

@@ -45,8 +45,9 @@ import threading
 from typing import Callable, List, Optional, Sequence
 
 from remote_inference_py.contract.admission import AdmitRequest
+from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import (
-    Answer, PolicyServerCore, Request, ServerSettings, Work)
+    Answer, PolicyServerCore, Request, Work)
 from remote_inference_py.policy_server.delivery import DelayLine
 from remote_inference_py.policy_server.images import InputError
 from remote_inference_py.policy_server.sessions import AdmitResult
@@ -142,7 +143,7 @@ class Scheduler:
             self._send_now(answer)
         return result
 
-    def update_settings(self, **changes) -> ServerSettings:
+    def update_settings(self, **changes) -> ServerConfig:
         """Apply live setting changes (ValueError names a read-only one)."""
         with self._cond:
             settings = self.core.update_settings(**changes)
