@@ -24,7 +24,7 @@ measure, they do not pass or fail. Budget: under 15 minutes on a 2-core machine.
 ``python bench/run_all.py NAME ...`` runs only those benchmarks. ``--smoke`` runs each in its
 smoke mode (bench/smoke.py), soaks included, with every result in one folder outside
 bench/results: the test suite's check that the benchmarks still run
-(test/test_bench_smoke.py).
+(test/ros/test_bench_smoke.py).
 """
 
 import argparse

@@ -19,7 +19,7 @@ A smoke run goes through the same code as the measurement (the same processes, m
 tables and plots) with the fewest cells, the shortest windows and the smallest models each
 benchmark names in its call to :func:`parse_args`; its numbers mean nothing. It writes its
 results into ``$RI_BENCH_RESULTS_DIR`` (or a fresh temporary folder), never into
-bench/results. The test suite runs every benchmark this way (test/test_bench_smoke.py), so a
+bench/results. The test suite runs every benchmark this way (test/ros/test_bench_smoke.py), so a
 change that breaks a benchmark fails there rather than at the next measurement.
 """
 

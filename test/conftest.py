@@ -27,7 +27,10 @@ import pytest
 
 TEST_DIR = pathlib.Path(__file__).resolve().parent
 ROOT = TEST_DIR.parent
-sys.path[:0] = [str(TEST_DIR), str(TEST_DIR / 'peers')]
+# Helper modules live in test/ itself; test modules of one level may import another's helpers
+# by module name, so every level folder is importable too.
+sys.path[:0] = [str(TEST_DIR), str(TEST_DIR / 'peers')] + [
+    str(TEST_DIR / level) for level in ('pure', 'tools', 'ros', 'system')]
 
 os.environ['ROS_DOMAIN_ID'] = os.environ.get('RI_TEST_DOMAIN_ID', str(1 + os.getpid() % 200))
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
@@ -38,54 +41,33 @@ os.environ['RCUTILS_LOGGING_BUFFERED_STREAM'] = '0'
 
 from ros_fixtures import dead_segments, NodeProcess, Spinner  # noqa: E402
 
-# Test levels: every test file is at exactly one, so `./run test -m pure` runs the fast level
-# alone (seconds) and `-m "not system"` skips the whole-system runs.
-#   pure    the cores and codecs: no ROS graph, no subprocess, at most a tiny torch model
-#   tools   no ROS graph, but heavier: models (torch, LeRobot, MuJoCo episodes), rendering,
-#           cameras through OpenCV, the servo bus emulator, the ring stress test, linters
-#   ros     nodes over DDS on this host, one room at a time; every benchmark's smoke mode
-#   system  all nodes together, the real ros2 tools, the demo, two hosts, the build
+# Test levels: every test file sits in the folder of its level, and the folder is the level's
+# pytest marker, so `./run test -m pure` runs the fast level alone (seconds) and
+# `-m "not system"` skips the whole-system runs. Helper modules (fixtures, checkpoint builders,
+# scripted peers) stay in test/ itself, beside this file.
 LEVELS = {
-    'pure': """
-    bringup_plan calibration cdr compressed committed_plan control_table evaluation_paired
-    evaluation_stats evaluation_task executor_admission executor_config executor_core
-    executor_flight executor_hold executor_properties executor_requests executor_timeline
-    executor_validation flow_sampler hardware_commands image_cdr lerobot_compat merge
-    node_configs params policy_admission policy_core policy_flight policy_images
-    numpy_compat policy_manifest policy_observation policy_runtimes policy_scheduler
-    readme_python_example refill semantics ticker
-    """,
-    'tools': """
-    analysis cameras evaluation_cli evaluation_expert evaluation_learned evaluation_simtime
-    evaluation_trace
-    """ """, 'ros': bench_smoke bringup_graph camera_node endpoints executor_node feetech_bus
-    fixtures flight_nodes flow_policy frame_ring hardware_backend hardware_node interfaces
-    layout lerobot_newer_folders lerobot_runtime lerobot_server_node lerobot_smolvla
-    lerobot_smolvla_node lint node_main policy_export policy_models policy_server_node
-    recording
-    shared_images sim
-    """,
-    'system': """
-    build_and_setup camera_system demo evaluation_realtime launch_cli system two_hosts
-    """,
+    'pure': 'the cores and codecs: no ROS graph, no subprocess, at most a tiny torch model',
+    'tools': 'no ROS graph, but heavier: models (torch, LeRobot, MuJoCo episodes), rendering, '
+             'cameras through OpenCV, the servo bus emulator, the ring stress test, linters',
+    'ros': 'nodes over DDS on this host, one room at a time; every benchmark in smoke mode',
+    'system': 'all nodes together, the real ros2 tools, the demo, two hosts, the build',
 }
-LEVEL_OF = {f'test_{name}.py': level for level, names in LEVELS.items() for name in names.split()}
 
 
 def pytest_configure(config):
     """Register the level markers."""
-    for level in LEVELS:
-        config.addinivalue_line('markers', f'{level}: test level (see LEVELS in conftest.py)')
+    for level, what in LEVELS.items():
+        config.addinivalue_line('markers', f'{level}: test level ({what})')
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark every test with its file's level; a file without a level is an error."""
+    """Mark every test with its folder's level; a test outside the level folders is an error."""
     for item in items:
-        name = item.path.name
-        if name not in LEVEL_OF:
-            raise pytest.UsageError(f'{name} has no test level: add it to LEVELS in '
-                                    f'test/conftest.py')
-        item.add_marker(getattr(pytest.mark, LEVEL_OF[name]))
+        folder = item.path.parent
+        if folder.parent != TEST_DIR or folder.name not in LEVELS:
+            raise pytest.UsageError(f'{item.path.relative_to(ROOT)} is not in a test level '
+                                    f'folder: move it to test/<level>/ ({", ".join(LEVELS)})')
+        item.add_marker(getattr(pytest.mark, folder.name))
 
 
 @pytest.fixture(scope='session')

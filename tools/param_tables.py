@@ -26,7 +26,7 @@ comments::
 
 Run ``python tools/param_tables.py`` (in ``./run shell``, or with the package sourced) after
 changing a declaration; ``--check`` exits 1 and names the stale tables instead of writing.
-``test/test_params.py`` runs the check.
+``test/pure/test_params.py`` runs the check.
 """
 
 import argparse

@@ -62,7 +62,7 @@ come back. The reference is published after the write, but correctness does not 
 DDS ordering. A machine without libatomic (``libatomic1``) shares frames only on x86, whose
 stores and loads are already ordered (TSO) and whose aligned 8-byte numpy accesses are
 atomic; elsewhere the ring is refused with a named error and frames go on the Image topic.
-``test/test_frame_ring.py`` hammers a ring from a writer and a reader process with frames
+``test/tools/test_frame_ring.py`` hammers a ring from a writer and a reader process with frames
 whose every word is their sequence number and checks that no torn frame is ever handed on.
 
 Files are mode 0600 (one user), created with

@@ -29,7 +29,7 @@ import yaml
 
 from remote_inference_py import bringup
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / 'config').glob('so101_*.yaml'))
 YAML_TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
               float: ParameterType.PARAMETER_DOUBLE, str: ParameterType.PARAMETER_STRING}

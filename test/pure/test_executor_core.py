@@ -93,7 +93,7 @@ def started_with(values, arrival=0.05, capture=0.01, **changes):
 # ----------------------------------------------------------------------------- lifecycle
 
 def test_state_values_match_the_status_message():
-    text = (Path(__file__).parents[1] / 'msg' / 'ExecutorStatus.msg').read_text()
+    text = (Path(__file__).parents[2] / 'msg' / 'ExecutorStatus.msg').read_text()
     constants = dict(re.findall(r'uint8 STATE_(\w+)\s*=\s*(\d+)', text))
     assert {name: int(value) for name, value in constants.items()} == {
         state.name: state.value for state in State}

@@ -18,7 +18,7 @@ import pathlib
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PY_DIRS = [d for d in ['src', 'test', 'bench', 'tools', 'launch'] if (ROOT / d).is_dir()]
 LICENSE_MARK = 'Licensed under the Apache License, Version 2.0'
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from remote_inference_py.executor.core import State
 
-README_PATH = Path(__file__).resolve().parents[1] / 'README.md'
+README_PATH = Path(__file__).resolve().parents[2] / 'README.md'
 SECTION = '### Use the executor core from Python'
 
 

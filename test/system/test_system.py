@@ -37,7 +37,7 @@ from remote_inference_py.analysis.summary import joint_vector
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONFIG = ROOT / 'config' / 'so101_sim.yaml'
 SMALL_CAMERA = {'sim_image_width': 64, 'sim_image_height': 48, 'sim_camera_rate_hz': 15.0}
 

@@ -41,7 +41,7 @@ from remote_inference_py.policy_server.config import LIVE_FIELDS as SERVER_LIVE
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.node import PARAMETERS as SERVER
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONFIG_DIR = ROOT / 'config'
 SPECS = {'executor': EXECUTOR, 'hardware_interface': HARDWARE, 'policy_server': SERVER}
 CONFIGS = {'executor': (ExecutorConfig, NodeSettings), 'hardware_interface': (HardwareConfig,),

@@ -22,7 +22,7 @@ import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from ros_fixtures import populate
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_every_interface_file_is_listed_and_documented():

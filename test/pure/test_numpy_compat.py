@@ -35,7 +35,7 @@ import numpy
 from packaging.requirements import Requirement
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CODE_DIRS = ['src', 'test', 'bench', 'tools', 'launch']
 ROS_APT = os.environ.get('RI_ROS_APT') == '1'
 

@@ -74,7 +74,7 @@ def two_hosts():
 
 
 def udp_only_env(tmp_path):
-    profile = pathlib.Path(__file__).with_name('fastdds_udp_only.xml')
+    profile = pathlib.Path(__file__).resolve().parents[1] / 'fastdds_udp_only.xml'
     env = {k: v for k, v in os.environ.items() if k != 'ROS_STATIC_PEERS'}
     env.update(FASTDDS_DEFAULT_PROFILES_FILE=str(profile),
                ROS_AUTOMATIC_DISCOVERY_RANGE='SUBNET')

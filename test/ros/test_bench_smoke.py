@@ -33,7 +33,7 @@ import time
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 BENCH = ROOT / 'bench'
 sys.path.insert(0, str(BENCH))
 

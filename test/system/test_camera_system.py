@@ -34,7 +34,7 @@ from remote_inference_py import bringup
 from remote_inference_py.analysis.bag import read_bag
 from remote_inference_py.transport import qos
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONFIG = ROOT / 'config' / 'so101_feetech.yaml'
 
 

@@ -44,7 +44,7 @@ from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.testing.emulator import EmulatorProcess
 from remote_inference_py.transport import qos
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 POSE_TOLERANCE_RAD = 0.05
 JOINTS = SO101_JOINT_NAMES
 # Commands at 30 Hz for minutes: the observer keeps every one (qos.COMMANDS keeps 10).
