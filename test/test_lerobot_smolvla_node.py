@@ -114,7 +114,10 @@ def start_on_the_sim(processes, ros, folder, merge, extra_executor=None):
         'share_images': False})
     server = processes.console_script('policy_server', node_name='policy_server', params={
         'checkpoint': str(folder), 'fps': 30.0, 'warmup_iterations': 1, 'deployment': 'test',
-        'observation_wait_s': 1.0},      # the simulated camera runs late on a loaded machine
+        'observation_wait_s': 1.0,       # the simulated camera runs late on a loaded machine
+        # Guide past the frozen rows (here about 25: the turnaround of a loaded CPU): LeRobot's
+        # default of 10 would leave the row where the executor switches unguided.
+        'rtc_execution_horizon': 40},
         env=dict(os.environ, **{SEED_VARIABLE: str(SEED)}))
     server.wait_for_output(READY, 240, spinner)     # loading lerobot takes a while
     executor = processes.console_script('executor', node_name='executor', params={
