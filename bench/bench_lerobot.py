@@ -141,7 +141,7 @@ def model_rows(directory, passes, smoke):
     rows = []
     env = dict(os.environ)
     env.pop('_ROS_WHEELS_BOOTSTRAP_COMPLETE', None)
-    for kind in ('act', 'smolvla'):
+    for kind in ('smolvla', 'act'):
         for cameras in (1, 2):
             began = time.perf_counter()
             folder = make_model(directory, kind, cameras, smoke)
