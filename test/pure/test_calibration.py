@@ -37,7 +37,8 @@ from remote_inference_py.robot.calibration import (
     Calibration, CalibrationError, MotorCalibration, NormMode)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))),
                        'config', 'so101_calibration_example.json')
 
 

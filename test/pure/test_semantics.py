@@ -27,7 +27,8 @@ from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.robot.units import (
     get_semantics, known_semantics, SIRadians, SO101DegreesGripperPercent)
 
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))),
                        'config', 'so101_calibration_example.json')
 SO101 = 'so101-degrees-gripper-percent-v1'
 

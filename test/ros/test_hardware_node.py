@@ -42,7 +42,8 @@ from remote_inference_py.transport import qos
 
 JOINTS = list(SO101_JOINT_NAMES)
 IDS = {name: index + 1 for index, name in enumerate(JOINTS)}
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))),
                        'config', 'so101_calibration_example.json')
 CALIBRATION = Calibration.load(EXAMPLE)
 # Shaft positions that land mid-range once the node writes the example calibration's homing

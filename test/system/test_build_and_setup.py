@@ -50,7 +50,8 @@ def test_colcon_build_in_the_src_of_another_workspace(tmp_path):
     env['CMAKE_PREFIX_PATH'] = str(VENV)
     # colcon test runs two files here (the whole suite runs in ./run test).
     result = subprocess.run([str(VENV / 'bin' / 'colcon'), 'build', '--cmake-args',
-                             '-DREMOTE_INFERENCE_TESTS=test/pure/test_merge.py;test/pure/test_refill.py'],
+                             '-DREMOTE_INFERENCE_TESTS=test/pure/test_merge.py;'
+                             'test/pure/test_refill.py'],
                             cwd=workspace, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     install = workspace / 'install' / 'remote_inference'

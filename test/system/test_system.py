@@ -166,15 +166,17 @@ def test_server_killed_mid_run_holds_faults_returns_and_exits_nonzero(system):
 
 def test_bad_observation_streams_are_named_and_never_move_the_arm(system, ros):
     node, spinner = ros
-    # The policy expects 96x128 images; the camera sends 64x48: every request is refused.
+    # The policy expects 96x128 images and does not resize; the simulated camera declares
+    # 64x48 on hardware/info: admission refuses it by name, before anything moves (not the
+    # starvation grace after the start, as when the size was only seen in the frames).
     run = system(server={'demo_image_size': [96, 128]},
                  executor={'starvation_grace_s': 1.0})
-    server = run.procs['policy_server']
-    server.wait_for_output(r'image.*(size|shape)', timeout=60, spinner=spinner)
     # From the executor's log, not its status: it faults and exits about 2 s after start,
     # sometimes before this test node has discovered it (then no status ever arrives).
     executor = run.procs['executor']
-    executor.wait_for_output(r'FAULT: fault: starved', 30, spinner)
+    executor.wait_for_output(r'FAULT: admission refused: observation feature '
+                             r"'observation.images.front' shape: server \[96, 128, 3\], "
+                             r'client \[48, 64, 3\]', 60, spinner)
     assert executor.wait(20) != 0
     commands = np.array(run.commands_seen)
     assert len(commands) == 0 or np.ptp(commands, axis=0).max() < 1e-6, 'the arm moved'

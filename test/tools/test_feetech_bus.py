@@ -33,7 +33,8 @@ from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.testing.emulator import (
     build_packet, BusEmulator, EmulatedServo, EmulatorError, EmulatorProcess, PacketParser)
 
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))),
                        'config', 'so101_calibration_example.json')
 IDS = {name: index + 1 for index, name in enumerate(SO101_JOINT_NAMES)}
 

@@ -41,7 +41,8 @@ from remote_inference_py.testing.emulator import EmulatorProcess
 
 JOINTS = tuple(SO101_JOINT_NAMES)
 IDS = (1, 2, 3, 4, 5, 6)
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))),
                        'config', 'so101_calibration_example.json')
 LOGGER = logging.getLogger('test_hardware_backend')
 

@@ -158,7 +158,8 @@ def test_the_repository_explains_itself():
                          re.IGNORECASE)
     texts = ('.py', '.md', '.yaml', '.msg', '.srv', '.txt', '.xml', '')
     found = [f'{name}:{number}: {line.strip()}'
-             for name in tracked if not name.startswith('.ci/') and name != 'test/tools/test_layout.py'
+             for name in tracked
+             if not name.startswith('.ci/') and name != 'test/tools/test_layout.py'
              and (root / name).is_file() and (root / name).suffix in texts
              for number, line in enumerate((root / name).read_text(errors='replace')
                                            .splitlines(), 1)

@@ -65,7 +65,6 @@ that long after it is computed (a link or a remote queue: serving goes on meanwh
 
 import collections
 import dataclasses
-import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
