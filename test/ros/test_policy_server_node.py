@@ -27,6 +27,7 @@ import os
 import re
 import time
 
+import model_fixtures as models
 import numpy as np
 from PIL import Image
 import pytest
@@ -38,7 +39,6 @@ from remote_inference.msg import ActionChunk, InferenceRequest, ObservationFeatu
 from remote_inference.srv import Admit, GetCapabilities
 from ros_fixtures import NodeProcess
 from sensor_msgs.msg import CompressedImage, Image as ImageMsg, JointState
-import test_policy_models as models
 
 from remote_inference_py.contract.admission import PROTOCOL_VERSION
 from remote_inference_py.policy_server.export import save_pt2

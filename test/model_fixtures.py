@@ -15,10 +15,10 @@
 """
 Small real torch policies with random weights, and the reference computation of a chunk.
 
-Shared by the runtime tests and the node tests (imported as ``test_policy_models``; it holds
-no tests itself). :func:`expected_chunk` recomputes a chunk from raw joint positions and an
-RGB frame with torch, Pillow and the semantics registry directly, independently of the
-server's preprocessing code, so a node test can compare what the server published.
+Shared by the runtime tests and the node tests. :func:`expected_chunk` recomputes a chunk from
+raw joint positions and an RGB frame with torch, Pillow and the semantics registry directly,
+independently of the server's preprocessing code, so a node test can compare what the server
+published.
 """
 
 import json
