@@ -26,11 +26,11 @@ name at load, before any robot is admitted.
 import json
 import shutil
 
+from core_fixtures import admit, serve_one
 import lerobot_0_6_files as files
 import lerobot_checkpoints as checkpoints
 import numpy as np
 import pytest
-from test_policy_core import admit, serve_one
 
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import PolicyServerCore, Request

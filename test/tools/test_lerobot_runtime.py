@@ -29,10 +29,10 @@ import shutil
 import subprocess
 import sys
 
+from core_fixtures import admit, serve_one
 import lerobot_checkpoints as checkpoints
 import numpy as np
 import pytest
-from test_policy_core import admit, serve_one
 
 from remote_inference_py.policy_server import lerobot_runtime
 from remote_inference_py.policy_server.config import ServerConfig

@@ -40,10 +40,10 @@ import os
 import shutil
 import time
 
+from core_fixtures import serve_one
 import lerobot_checkpoints as checkpoints
 import numpy as np
 import pytest
-from test_policy_core import serve_one
 
 from remote_inference_py.contract.admission import AdmitRequest
 from remote_inference_py.policy_server.config import ServerConfig
