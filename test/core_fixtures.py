@@ -30,10 +30,13 @@ from remote_inference_py.executor.core import Chunk, ExecutorCore
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import PolicyServerCore
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
+from remote_inference_py.policy_server.manifest import spec_from_dict
 from remote_inference_py.policy_server.scheduler import Scheduler
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 JOINTS = ('j1', 'j2')
 FPS = 10.0
+SO101_JOINTS = list(SO101_JOINT_NAMES)
 
 
 # ----------------------------------------------------------------------------- executor
@@ -116,3 +119,18 @@ def admit(target, robot='', client='/executor', in_flight=1):
 def serve_one(core, timeout=1.0):
     """Serve the next batch of work (waiting up to `timeout` seconds for it)."""
     return core.serve(core.next_work(timeout))
+
+
+def observation_spec(state_history=1, image_history=1, normalization=None, semantics=None):
+    """Build a manifest spec for SO-101: a 6-joint state and a 2x2 'front' image, as asked."""
+    state = {'name': 'observation.state', 'kind': 'state', 'shape': [6],
+             'names': [f'{j}.pos' for j in SO101_JOINTS], 'history': state_history}
+    if normalization:
+        state['normalization'] = normalization
+    if semantics:
+        state['semantics'] = semantics
+    return spec_from_dict({
+        'semantics': 'so101-degrees-gripper-percent-v1', 'fps': 20, 'chunk_length': 5,
+        'action': {'names': SO101_JOINTS},
+        'features': [state, {'name': 'observation.images.front', 'kind': 'rgb',
+                             'shape': [2, 2, 3], 'history': image_history}]})

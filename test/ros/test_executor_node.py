@@ -24,6 +24,7 @@ never on wall-clock speed.
 import re
 import signal
 
+from node_fixtures import EXECUTOR
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest
@@ -35,8 +36,6 @@ from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
 
 JOINTS = list(SO101_JOINT_NAMES)
-EXECUTOR = {'deployment': 'test', 'autostart': True, 'refill_seconds': 0.2,
-            'starvation_grace_s': 1.0, 'return_speed_rad_s': 1.0, 'max_step_rad': 0.5}
 CMD = re.compile(r'^CMD t=(\d+) (.*)$', re.M)
 
 

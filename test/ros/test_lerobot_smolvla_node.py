@@ -27,13 +27,12 @@ recorded; they are not compared (see the test). The measured numbers are in the 
 import os
 
 import lerobot_checkpoints as checkpoints
+from node_fixtures import frame, ManualRobot, READY, to_policy
 import numpy as np
 import pytest
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from remote_inference.msg import ExecutorStatus, InferenceRequest
-from test_lerobot_server_node import frame, ManualRobot, to_policy
-from test_policy_server_node import READY
 
 from remote_inference_py.policy_server.lerobot_runtime import SEED_VARIABLE
 from remote_inference_py.transport import qos

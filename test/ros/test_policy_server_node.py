@@ -28,6 +28,7 @@ import re
 import time
 
 import model_fixtures as models
+from node_fixtures import READY, Robot, stamp_ns
 import numpy as np
 from PIL import Image
 import pytest
@@ -35,10 +36,8 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.duration import Duration
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from remote_inference.msg import ActionChunk, InferenceRequest, ObservationFeature
-from remote_inference.srv import Admit, GetCapabilities
+from remote_inference.msg import ActionChunk, InferenceRequest
 from ros_fixtures import NodeProcess
-from sensor_msgs.msg import CompressedImage, Image as ImageMsg, JointState
 
 from remote_inference_py.contract.admission import PROTOCOL_VERSION
 from remote_inference_py.policy_server.export import save_pt2
@@ -47,91 +46,6 @@ from remote_inference_py.transport import qos
 
 JOINTS = models.JOINTS
 SO101 = 'so101-degrees-gripper-percent-v1'
-READY = r'Policy server ready: deployment=(\S+) instance=(\w+); awaiting (one client|\d+ clients)'
-
-
-def topic(namespace, name):
-    return f'{namespace}/{name}' if namespace else name
-
-
-class Robot:
-    """The robot side of one namespace, driven from the test node."""
-
-    def __init__(self, ros, namespace='', camera='raw', camera_topic='cameras/front/image_raw'):
-        self.node, self.spinner = ros
-        self.namespace = namespace
-        self.chunks = []
-        self.positions = [0.0] * 6
-        self.joint_names = list(JOINTS)
-        self.frame = None             # raw RGB array, or encoded bytes for compressed
-        self.encoding = 'rgb8'
-        self.node.create_subscription(ActionChunk, topic(namespace, 'policy/chunk'),
-                                      self.chunks.append, qos.CHUNKS)
-        self.request_pub = self.node.create_publisher(
-            InferenceRequest, topic(namespace, 'policy/request'), qos.COMMANDS)
-        self.joint_pub = self.node.create_publisher(
-            JointState, topic(namespace, 'joint_states'), qos.JOINT_STATES)
-        self.camera = camera
-        image_type = CompressedImage if camera == 'compressed' else ImageMsg
-        self.image_pub = self.node.create_publisher(
-            image_type, topic(namespace, camera_topic), qos.IMAGES)
-        self.capabilities_client = self.node.create_client(
-            GetCapabilities, topic(namespace, 'policy/get_capabilities'))
-        self.admit_client = self.node.create_client(Admit, topic(namespace, 'policy/admit'))
-        self.node.create_timer(1 / 30, self.publish)
-
-    def now(self):
-        return self.node.get_clock().now()
-
-    def publish(self):
-        stamp = self.now().to_msg()
-        joints = JointState(name=self.joint_names, position=[float(v) for v in self.positions])
-        joints.header.stamp = stamp
-        self.joint_pub.publish(joints)
-        if self.frame is None:
-            return
-        if self.camera == 'compressed':
-            msg = CompressedImage(format='jpeg', data=self.frame)
-        else:
-            frame = self.frame[:, :, ::-1] if self.encoding == 'bgr8' else self.frame
-            msg = ImageMsg(height=frame.shape[0], width=frame.shape[1], encoding=self.encoding,
-                           step=frame.shape[1] * 3, data=np.ascontiguousarray(frame).tobytes())
-        msg.header.stamp = stamp
-        self.image_pub.publish(msg)
-
-    def capabilities(self):
-        return self.spinner.call(self.capabilities_client, GetCapabilities.Request())
-
-    def admit(self, caps, client_name='/executor', **changes):
-        request = Admit.Request(
-            protocol_version=PROTOCOL_VERSION, client_name=client_name,
-            deployment=caps.deployment, semantics=caps.semantics,
-            action_names=list(caps.action_names), action_rate=caps.action_rate,
-            features=[ObservationFeature(name=f.name, shape=f.shape, dtype=f.dtype,
-                                         kind=f.kind) for f in caps.features],
-            merge_mode='aligned', hardware_position_hold=True,
-            presence_lease_s=caps.presence_lease_s, max_requests_in_flight=1)
-        for name, value in changes.items():
-            setattr(request, name, value)
-        return self.spinner.call(self.admit_client, request)
-
-    def wait_connected(self):
-        self.spinner.until(lambda: self.request_pub.get_subscription_count() > 0
-                           and self.node.count_publishers(
-                               self.node.resolve_topic_name(
-                                   topic(self.namespace, 'policy/chunk'))) > 0,
-                           10, 'request and chunk topics matched')
-
-    def request(self, session_id, request_id, earliest=None):
-        msg = InferenceRequest(session_id=session_id, request_id=request_id, task='pick')
-        msg.header.stamp = self.now().to_msg()
-        msg.earliest_capture_stamp = (earliest or self.now()).to_msg()
-        self.request_pub.publish(msg)
-
-    def answer(self, request_id, timeout=10.0):
-        def find():
-            return next((c for c in self.chunks if c.request_id == request_id), None)
-        return self.spinner.until(find, timeout, f'chunk answering request {request_id}')
 
 
 def set_parameter(ros, name, value):
@@ -146,10 +60,6 @@ def jpeg(array):
     buffer = io.BytesIO()
     Image.fromarray(array).save(buffer, format='JPEG', quality=95)
     return buffer.getvalue()
-
-
-def stamp_ns(stamp):
-    return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
 def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
