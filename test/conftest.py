@@ -167,6 +167,20 @@ def transport(request, monkeypatch):
 
 
 @pytest.fixture
+def calibration():
+    """The example SO-101 calibration shipped in config/."""
+    from robot_fixtures import EXAMPLE
+    from remote_inference_py.robot.calibration import Calibration
+    return Calibration.load(EXAMPLE)
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """Nothing reaches for the Hugging Face Hub, in this process or in the nodes."""
+    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+
+
+@pytest.fixture
 def emulator():
     """Run the servo bus emulator (its own process, on a pseudo-terminal) with SHAFTS."""
     from node_fixtures import SHAFTS

@@ -19,21 +19,18 @@ executor's test parameters, the Feetech arm on the servo bus emulator, and camer
 The emulator pytest fixture itself is in conftest.py (it starts an emulator process per test).
 """
 
-import os
-
 import numpy as np
 from remote_inference.msg import ActionChunk, HardwareInfo, InferenceRequest, ObservationFeature
 from remote_inference.srv import Admit, GetCapabilities
+from robot_fixtures import EXAMPLE
 from sensor_msgs.msg import CompressedImage, Image as ImageMsg, JointState
 
 from remote_inference_py.contract.admission import PROTOCOL_VERSION
 from remote_inference_py.robot.calibration import Calibration
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
-from remote_inference_py.robot.units import JointConverter
 from remote_inference_py.transport import qos
 
 JOINTS = list(SO101_JOINT_NAMES)
-SO101 = 'so101-degrees-gripper-percent-v1'
 
 
 # ----------------------------------------------------------------------------- policy server
@@ -125,10 +122,6 @@ class Robot:
         return self.spinner.until(find, timeout, f'chunk answering request {request_id}')
 
 
-def to_policy(si):
-    return JointConverter(SO101, JOINTS).to_policy(np.asarray(si, np.float64))
-
-
 def frame(seed):
     return np.random.default_rng(seed).integers(0, 256, (64, 96, 3), dtype=np.uint8)
 
@@ -164,8 +157,6 @@ EXECUTOR = {'deployment': 'test', 'autostart': True, 'refill_seconds': 0.2,
 # ----------------------------------------------------------------------------- Feetech arm
 
 IDS = {name: index + 1 for index, name in enumerate(JOINTS)}
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'config',
-                       'so101_calibration_example.json')
 CALIBRATION = Calibration.load(EXAMPLE)
 # Shaft positions that land mid-range once the node writes the example calibration's homing
 # offsets (present = actual - offset): 2045, 2054, 2013, 2068, 2052, 2581 ticks. Tests list

@@ -27,11 +27,12 @@ import os
 import shutil
 
 import lerobot_checkpoints as checkpoints
-from node_fixtures import frame, ManualRobot, READY, Robot, to_policy
+from node_fixtures import frame, ManualRobot, READY, Robot
 import numpy as np
 import pytest
 from rclpy.duration import Duration
 from remote_inference.msg import ObservationFeature
+from robot_fixtures import to_policy
 from ros_fixtures import NodeProcess
 from sensor_msgs.msg import Image as ImageMsg
 
@@ -179,10 +180,7 @@ def test_bad_folders_stop_the_server_with_exit_code_2(tmp_path):
             server.stop()
 
 
-@pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    """Nothing reaches for the Hugging Face Hub, in this process or in the nodes."""
-    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+pytestmark = pytest.mark.usefixtures('offline')   # nothing reaches for the Hugging Face Hub
 
 
 def test_an_act_folder_trained_on_small_frames_serves_a_640x480_camera(processes, ros, tmp_path):
