@@ -20,6 +20,8 @@ The emulator pytest fixture itself is in conftest.py (it starts an emulator proc
 """
 
 import numpy as np
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
 from remote_inference.msg import ActionChunk, HardwareInfo, InferenceRequest, ObservationFeature
 from remote_inference.srv import Admit, GetCapabilities
 from robot_fixtures import EXAMPLE
@@ -31,6 +33,19 @@ from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
 
 JOINTS = list(SO101_JOINT_NAMES)
+
+
+# ----------------------------------------------------------------------------- parameters
+
+def set_double(ros, node_name, name, value):
+    """Set a double parameter of a node through its set_parameters service; return the result."""
+    node, spinner = ros
+    client = node.create_client(SetParameters, f'/{node_name}/set_parameters')
+    request = SetParameters.Request()
+    # Typed exactly as `ros2 param set executor refill_seconds 1.2` sends it.
+    request.parameters = [Parameter(name=name, value=ParameterValue(
+        type=ParameterType.PARAMETER_DOUBLE, double_value=value))]
+    return spinner.call(client, request).results[0]
 
 
 # ----------------------------------------------------------------------------- policy server

@@ -27,24 +27,15 @@ import signal
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
 from node_fixtures import (
-    ArmWatch, at_rest, CALIBRATION, JOINTS, params, radians, send, start_arm, ticks)
+    ArmWatch, at_rest, CALIBRATION, JOINTS, params, radians, send, set_double, start_arm,
+    ticks)
 import numpy as np
 import pytest
-from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
 from std_srvs.srv import Trigger
 
 from remote_inference_py.testing.emulator import EmulatorProcess
 
 TICK = 2 * math.pi / 4095
-
-
-def set_double(ros, name, value):
-    node, spinner = ros
-    client = node.create_client(SetParameters, '/hardware_interface/set_parameters')
-    request = SetParameters.Request(parameters=[Parameter(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_DOUBLE, double_value=value))])
-    return spinner.call(client, request).results[0]
 
 
 def test_joint_states_are_calibrated_radians_and_commands_reach_the_servos(
@@ -90,12 +81,13 @@ def test_joint_states_are_calibrated_radians_and_commands_reach_the_servos(
         CALIBRATION.radians_to_ticks('elbow_flex', measured['elbow_flex'] + 0.35), abs=1)
 
     # Live: without the relative clamp, a target just beyond the upper limit is clamped to it.
-    result = set_double(ros, 'max_relative_target', 0.0)
+    result = set_double(ros, 'hardware_interface', 'max_relative_target', 0.0)
     assert result.successful, result.reason
     send(commands, dict(measured, shoulder_pan=limits[0][1] + 0.1))
     spinner.until(lambda: len(watch.applied) >= 3, 5, 'third applied_command')
     assert emulator.get(1, 'Goal_Position') == CALIBRATION['shoulder_pan'].range_max
-    assert not set_double(ros, 'publish_rate_hz', 10.0).successful   # structural: read-only
+    # structural: read-only
+    assert not set_double(ros, 'hardware_interface', 'publish_rate_hz', 10.0).successful
     assert proc.stop() == 0
     assert set(ticks(emulator, 'Torque_Enable').values()) == {0}
 

@@ -28,12 +28,10 @@ import re
 import time
 
 import model_fixtures as models
-from node_fixtures import READY, Robot, stamp_ns
+from node_fixtures import READY, Robot, set_double, stamp_ns
 import numpy as np
 from PIL import Image
 import pytest
-from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
 from rclpy.duration import Duration
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from remote_inference.msg import ActionChunk, InferenceRequest
@@ -46,14 +44,6 @@ from remote_inference_py.transport import qos
 
 JOINTS = models.JOINTS
 SO101 = 'so101-degrees-gripper-percent-v1'
-
-
-def set_parameter(ros, name, value):
-    node, spinner = ros
-    client = node.create_client(SetParameters, '/policy_server/set_parameters')
-    request = SetParameters.Request(parameters=[Parameter(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_DOUBLE, double_value=value))])
-    return spinner.call(client, request).results[0]
 
 
 def jpeg(array):
@@ -148,23 +138,23 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
 
     # extra_compute_s is live and counted as inference time; extra_latency_s holds the answer
     # back after it was computed.
-    result = set_parameter(ros, 'extra_compute_s', 0.3)
+    result = set_double(ros, 'policy_server', 'extra_compute_s', 0.3)
     assert result.successful, result.reason
     robot.request(session, 5)
     assert robot.answer(5).inference_ms >= 300.0
-    assert set_parameter(ros, 'extra_compute_s', 0.0).successful
-    assert set_parameter(ros, 'extra_latency_s', 0.3).successful
+    assert set_double(ros, 'policy_server', 'extra_compute_s', 0.0).successful
+    assert set_double(ros, 'policy_server', 'extra_latency_s', 0.3).successful
     sent = time.monotonic()
     robot.request(session, 6)
     assert robot.answer(6).inference_ms < 300.0
     assert time.monotonic() - sent >= 0.3
-    assert not set_parameter(ros, 'extra_latency_s', -1.0).successful
-    assert set_parameter(ros, 'extra_latency_s', 0.0).successful
+    assert not set_double(ros, 'policy_server', 'extra_latency_s', -1.0).successful
+    assert set_double(ros, 'policy_server', 'extra_latency_s', 0.0).successful
 
     # One client at most; a silent client is released when another needs the slot.
     other = robot.admit(caps, client_name='/other_executor')
     assert not other.success and 'server full: max_clients=1' in other.message
-    assert set_parameter(ros, 'idle_timeout_s', 0.5).successful
+    assert set_double(ros, 'policy_server', 'idle_timeout_s', 0.5).successful
     spinner.spin_for(0.7)
     other = robot.admit(caps, client_name='/other_executor')
     assert other.success, other.message
