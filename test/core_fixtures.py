@@ -20,9 +20,11 @@ values and j2 staying at 0, so every expected command can be checked by hand. Th
 server cases use the SO-101 deployment and the demo policy unless a runtime is given.
 """
 
+import io
 import math
 
 import numpy as np
+from PIL import Image
 
 from remote_inference_py.contract.admission import AdmitRequest
 from remote_inference_py.executor.config import ExecutorConfig
@@ -134,3 +136,23 @@ def observation_spec(state_history=1, image_history=1, normalization=None, seman
         'action': {'names': SO101_JOINTS},
         'features': [state, {'name': 'observation.images.front', 'kind': 'rgb',
                              'shape': [2, 2, 3], 'history': image_history}]})
+
+
+def jpeg(array, quality=None):
+    """Encode an RGB array as JPEG bytes with Pillow (at its default quality unless given)."""
+    buffer = io.BytesIO()
+    options = {} if quality is None else {'quality': quality}
+    Image.fromarray(array).save(buffer, format='JPEG', **options)
+    return buffer.getvalue()
+
+
+# ----------------------------------------------------------------------------- time
+
+class FakeClock:
+    """A clock (seconds) that a test moves by setting ``now``."""
+
+    def __init__(self, now=0.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now

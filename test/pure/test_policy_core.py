@@ -14,12 +14,10 @@
 
 """The policy server core without ROS: slots, waiting, batching, errors, units."""
 
-import io
 import math
 
-from core_fixtures import admit, make_server, serve_one
+from core_fixtures import admit, jpeg, make_server, serve_one
 import numpy as np
-from PIL import Image
 import pytest
 
 from remote_inference_py.contract.admission import FeatureDeclaration
@@ -223,12 +221,6 @@ def test_extra_compute_is_part_of_the_inference_time_and_latency_is_not_the_core
     assert slept == [0.25]
     with pytest.raises(ValueError, match='read-only while running: max_clients'):
         core.update_settings(max_clients=3)
-
-
-def jpeg(array):
-    buffer = io.BytesIO()
-    Image.fromarray(array).save(buffer, format='JPEG')
-    return buffer.getvalue()
 
 
 def test_a_corrupt_frame_falls_back_to_an_older_usable_one_or_errors():

@@ -14,7 +14,7 @@
 
 """The policy server with several requests of one client in flight: queue, order, delay line."""
 
-from core_fixtures import admission, make_server
+from core_fixtures import admission, FakeClock, make_server
 import pytest
 
 from remote_inference_py.policy_server.config import ServerConfig
@@ -128,14 +128,6 @@ def test_released_sessions_leave_no_queue_behind():
     core.on_request(Request('', old, 2, 0))
     assert admission(core, in_flight=3).success       # the same client again: replaces it
     assert core.pending_count() == 0
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
 
 
 def test_the_delay_line_releases_each_item_after_its_delay_in_order():

@@ -22,15 +22,14 @@ in every format installable here. Assertions are on values, names and counts, ne
 wall-clock speed.
 """
 
-import io
 import os
 import re
 import time
 
+from core_fixtures import jpeg
 import model_fixtures as models
 from node_fixtures import READY, Robot, set_double, stamp_ns
 import numpy as np
-from PIL import Image
 import pytest
 from rclpy.duration import Duration
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -44,12 +43,6 @@ from remote_inference_py.transport import qos
 
 JOINTS = models.JOINTS
 SO101 = 'so101-degrees-gripper-percent-v1'
-
-
-def jpeg(array):
-    buffer = io.BytesIO()
-    Image.fromarray(array).save(buffer, format='JPEG', quality=95)
-    return buffer.getvalue()
 
 
 def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
@@ -87,7 +80,7 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     # Served: a red object on the right of the image, the arm at a known pose.
     frame = np.zeros((48, 64, 3), np.uint8)
     frame[:, 48:, 0] = 255
-    robot.frame = jpeg(frame)
+    robot.frame = jpeg(frame, quality=95)
     robot.positions = [0.2, -0.3, 0.4, 0.5, 0.0, 0.3]
     robot.wait_connected()
     spinner.spin_for(0.2)
@@ -115,10 +108,10 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     robot.joint_names = JOINTS[:5] + ['jaw']
     spinner.spin_for(0.15)
     robot.joint_names = list(JOINTS)
-    robot.frame = jpeg(np.zeros((24, 32, 3), np.uint8))
+    robot.frame = jpeg(np.zeros((24, 32, 3), np.uint8), quality=95)
     spinner.spin_for(0.15)
     noise = np.random.default_rng(0).integers(0, 255, (48, 64, 3), dtype=np.uint8)
-    good = jpeg(noise)
+    good = jpeg(noise, quality=95)
     robot.frame = good[:good.index(b'\xff\xda') + 60]                  # corrupt JPEG
     spinner.spin_for(0.1)
     robot.request(session, 3)
@@ -131,7 +124,7 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     assert "[size]: image is 32x24 (width x height) but feature 'observation.images.front' " \
         'declares 64x48' in log
     assert "corrupt JPEG for feature 'observation.images.front'" in log
-    robot.frame = jpeg(frame)
+    robot.frame = jpeg(frame, quality=95)
     spinner.spin_for(0.1)
     robot.request(session, 4)
     assert robot.answer(4).error == ''
