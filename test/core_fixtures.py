@@ -13,11 +13,12 @@
 # limitations under the License.
 
 """
-Executor and policy-server cores built for tests, and the chunks and admissions they take.
+Executor and policy-server cores built for tests, and the inputs they take (no ROS graph).
 
 The executor cases use fps = 10 (one action tick every 0.1 s) and two joints, j1 carrying the
 values and j2 staying at 0, so every expected command can be checked by hand. The policy
-server cases use the SO-101 deployment and the demo policy unless a runtime is given.
+server cases use the SO-101 deployment and the demo policy unless a runtime is given; they
+also get observation specs, JPEG frames and a clock the test moves by hand from here.
 """
 
 import io
