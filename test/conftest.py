@@ -168,7 +168,7 @@ def transport(request, monkeypatch):
 
 @pytest.fixture
 def calibration():
-    """The example SO-101 calibration shipped in config/."""
+    """Load the example SO-101 calibration shipped in config/."""
     from robot_fixtures import EXAMPLE
     from remote_inference_py.robot.calibration import Calibration
     return Calibration.load(EXAMPLE)
@@ -182,7 +182,7 @@ def offline(monkeypatch):
 
 @pytest.fixture
 def emulator():
-    """Run the servo bus emulator (its own process, on a pseudo-terminal) with SHAFTS."""
+    """Run the servo bus emulator with SHAFTS, as its own process on a pseudo-terminal."""
     from node_fixtures import SHAFTS
     from remote_inference_py.testing.emulator import EmulatorProcess
     with EmulatorProcess(positions=SHAFTS, speed=4000.0) as process:

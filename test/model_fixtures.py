@@ -63,7 +63,7 @@ class TinyPolicy(torch.nn.Module):
 
 
 def manifest(steps: int = STEPS, max_batch_size: int = 1, model_image=MODEL_IMAGE):
-    """Return the manifest (plain data) describing TinyPolicy."""
+    """Return the plain-data manifest describing TinyPolicy."""
     names = [f'{joint}.pos' for joint in JOINTS]
     return {
         'format_version': 1, 'policy': 'tiny', 'semantics': SEMANTICS, 'fps': 30.0,

@@ -13,8 +13,10 @@
 # limitations under the License.
 
 """
-Node-level helpers shared by the node and system tests: the robot side of a policy server, the
-executor's test parameters, the Feetech arm on the servo bus emulator, and camera settings.
+Node-level helpers shared by the node and system tests.
+
+The robot side of a policy server, the executor's test parameters, the Feetech arm on the
+servo bus emulator, camera settings and setting a node's parameter over its service.
 
 The emulator pytest fixture itself is in conftest.py (it starts an emulator process per test).
 """
