@@ -23,9 +23,10 @@ import pathlib
 import subprocess
 
 from camera_sources import PipeCamera
-from node_fixtures import cameras, EXAMPLE
+from node_fixtures import cameras
 from PIL import Image
 from remote_inference.msg import ExecutorStatus, HardwareInfo
+from robot_fixtures import EXAMPLE
 from ros_fixtures import INSTALL_LIB
 from sensor_msgs.msg import JointState
 
