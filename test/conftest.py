@@ -27,10 +27,10 @@ import pytest
 
 TEST_DIR = pathlib.Path(__file__).resolve().parent
 ROOT = TEST_DIR.parent
-# Helper modules live in test/ itself; test modules of one level may import another's helpers
-# by module name, so every level folder is importable too.
-sys.path[:0] = [str(TEST_DIR), str(TEST_DIR / 'peers')] + [
-    str(TEST_DIR / level) for level in ('pure', 'tools', 'ros', 'system')]
+# Helper modules (core_fixtures, model_fixtures, node_fixtures, ros_fixtures, ...) live in test/
+# itself and the scripted peers in test/peers; a test module imports helpers only from there,
+# never from another test module.
+sys.path[:0] = [str(TEST_DIR), str(TEST_DIR / 'peers')]
 
 os.environ['ROS_DOMAIN_ID'] = os.environ.get('RI_TEST_DOMAIN_ID', str(1 + os.getpid() % 200))
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
@@ -164,3 +164,26 @@ def transport(request, monkeypatch):
     """
     monkeypatch.setenv('REMOTE_INFERENCE_TRANSPORT', request.param)
     return request.param
+
+
+@pytest.fixture
+def calibration():
+    """Load the example SO-101 calibration shipped in config/."""
+    from robot_fixtures import EXAMPLE
+    from remote_inference_py.robot.calibration import Calibration
+    return Calibration.load(EXAMPLE)
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """Nothing reaches for the Hugging Face Hub, in this process or in the nodes."""
+    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+
+
+@pytest.fixture
+def emulator():
+    """Run the servo bus emulator with SHAFTS, as its own process on a pseudo-terminal."""
+    from node_fixtures import SHAFTS
+    from remote_inference_py.testing.emulator import EmulatorProcess
+    with EmulatorProcess(positions=SHAFTS, speed=4000.0) as process:
+        yield process

@@ -26,25 +26,16 @@ from LeRobot's published formulas (``lerobot.motors.motors_bus.MotorsBus._normal
 
 import json
 import math
-import os
 
 from hypothesis import given
 from hypothesis import strategies as st
 import numpy as np
 import pytest
+from robot_fixtures import EXAMPLE
 
 from remote_inference_py.robot.calibration import (
     Calibration, CalibrationError, MotorCalibration, NormMode)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
-
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__)))),
-                       'config', 'so101_calibration_example.json')
-
-
-@pytest.fixture
-def calibration():
-    return Calibration.load(EXAMPLE)
 
 
 def example_data():

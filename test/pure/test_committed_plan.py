@@ -21,6 +21,7 @@ the executor keeps the frozen rows when the chunk lands early.
 
 import math
 
+from core_fixtures import admission, FPS, make_chunk, make_executor
 import numpy as np
 from plan_echo_policy import PlanEchoRuntime
 import pytest
@@ -28,15 +29,10 @@ import pytest
 from remote_inference_py.contract.admission import (
     AdmitRequest, check_admission, PLAIN_MERGE_MODES, ServerContract)
 from remote_inference_py.contract.plan import CommittedPlan, plan_from_fields
-from remote_inference_py.executor.config import ExecutorConfig
-from remote_inference_py.executor.core import Chunk, ExecutorCore
 from remote_inference_py.executor.merge import Plan, rtc_chunk
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
-
-JOINTS = ('j1', 'j2')
-FPS = 10.0
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -91,26 +87,11 @@ def test_rtc_keeps_the_frozen_rows_then_switches():
 
 # ----------------------------------------------------------------------------- the executor
 
-def make_core(**changes):
-    changes.setdefault('max_step_rad', math.inf)
-    changes.setdefault('chunk_merge', 'rtc')
-    core = ExecutorCore(ExecutorConfig(joint_names=JOINTS, fps=FPS, **changes))
-    core.on_measured(np.zeros(2))
-    core.admit('s1')
-    core.start(0.0)
-    return core
-
-
-def chunk(request_id, capture, values):
-    return Chunk('s1', request_id, capture, JOINTS, 0.1,
-                 np.array([[v, 0.0] for v in values], dtype=float))
-
-
 def test_a_refill_request_carries_the_plan_and_the_chunk_respects_its_frozen_rows():
-    core = make_core(refill_seconds=0.6)
+    core = make_executor(refill_seconds=0.6, chunk_merge='rtc')
     first = core.tick(0.0)
     assert first.request.kind == 'startup' and first.request.plan is None
-    assert core.on_chunk(chunk(1, 0.0, [float(v) for v in range(1, 21)]), 0.25).accepted
+    assert core.on_chunk(make_chunk(1, 0.0, [float(v) for v in range(1, 21)]), 0.25).accepted
     request = None
     for index in range(1, 30):   # turnaround sample 0.25 s
         out = core.tick(index * 0.1)
@@ -127,40 +108,31 @@ def test_a_refill_request_carries_the_plan_and_the_chunk_respects_its_frozen_row
     assert (sent, tick_now, plan.frozen_steps) == (pytest.approx(1.4), 14, 3)
     # The chunk lands early (0.05 s later) and disagrees: the frozen rows still play.
     answer = [50.0 + v for v in range(20)]
-    verdict = core.on_chunk(chunk(request.request_id, sent - 0.05, answer), sent + 0.05)
+    verdict = core.on_chunk(make_chunk(request.request_id, sent - 0.05, answer), sent + 0.05)
     assert verdict.accepted, verdict.reason
     played = [core.tick(sent + k * 0.1).command[0] for k in range(1, 5)]
     assert played == [15.0, 16.0, 53.0, 54.0]   # the chunk's step 0 is tick 14
 
 
 def test_other_merges_and_waits_send_no_plan():
-    core = make_core(refill_seconds=0.6, chunk_merge='aligned')
+    core = make_executor(refill_seconds=0.6, chunk_merge='aligned')
     core.tick(0.0)
-    core.on_chunk(chunk(1, 0.0, [float(v) for v in range(1, 21)]), 0.05)
+    core.on_chunk(make_chunk(1, 0.0, [float(v) for v in range(1, 21)]), 0.05)
     orders = [core.tick(k * 0.1).request for k in range(1, 20)]
     assert any(orders) and all(o.plan is None for o in orders if o is not None)
 
 
 # ----------------------------------------------------------------------------- the server
 
-def admit(core, mode):
-    contract = core.contract
-    return core.admit('', AdmitRequest(
-        protocol_version=contract.protocol_version, client_name='/executor',
-        deployment=contract.deployment, semantics=contract.semantics,
-        action_names=contract.action_names, action_rate=contract.action_rate,
-        features=contract.features, merge_mode=mode, hardware_position_hold=True))
-
-
 def test_only_a_policy_that_conditions_on_the_plan_offers_rtc():
     plain = PolicyServerCore(ServerConfig(deployment='so101'), DemoRuntime())
     assert 'rtc' not in plain.contract.merge_modes
-    refused = admit(plain, 'rtc')
+    refused = admission(plain, merge_mode='rtc')
     assert not refused.success
     assert "merge mode 'rtc' is not supported (rtc needs a policy that generates chunks " \
            'conditioned on the committed plan' in refused.message
     echo = PolicyServerCore(ServerConfig(deployment='so101'), PlanEchoRuntime())
-    assert 'rtc' in echo.contract.merge_modes and admit(echo, 'rtc').success
+    assert 'rtc' in echo.contract.merge_modes and admission(echo, merge_mode='rtc').success
     contract = ServerContract('d', 's', ('a',), 30.0, 50, (), PLAIN_MERGE_MODES)
     request = AdmitRequest(contract.protocol_version, 'c', 'd', 's', ('a',), 30.0, (), 'aligned',
                            True, max_requests_in_flight=3)
@@ -171,7 +143,7 @@ def test_only_a_policy_that_conditions_on_the_plan_offers_rtc():
 def test_the_server_shifts_the_plan_to_its_capture_and_hands_it_over_in_policy_units():
     runtime = PlanEchoRuntime()   # degrees, gripper percent
     core = PolicyServerCore(ServerConfig(deployment='so101'), runtime)
-    session = admit(core, 'rtc').session_id
+    session = admission(core, merge_mode='rtc').session_id
     joints = core.spec.action_joints
     step_ns = int(1e9 / 30)
     core.on_joint_states('', 1_000_000_000 + step_ns, joints, np.zeros(6))
@@ -198,7 +170,7 @@ def test_a_plan_is_only_handed_to_runtimes_that_ask_for_it():
             return super().infer(inputs, tasks)
 
     core = PolicyServerCore(ServerConfig(deployment='so101'), Plain())
-    session = admit(core, 'aligned').session_id
+    session = admission(core, merge_mode='aligned').session_id
     core.on_joint_states('', 2_000_000_000, core.spec.action_joints, np.zeros(6))
     core.on_request(Request('', session, 1, 1_000_000_000, plan=CommittedPlan(
         1_000_000_000, np.zeros((3, 6)), 1)))

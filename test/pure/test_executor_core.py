@@ -23,65 +23,17 @@ import math
 from pathlib import Path
 import re
 
+from core_fixtures import FPS, j1, JOINTS, Loop, make_chunk, make_executor
 import numpy as np
 import pytest
 
 from remote_inference_py.executor.config import ExecutorConfig
-from remote_inference_py.executor.core import Chunk, ExecutorCore, State
-
-JOINTS = ('j1', 'j2')
-FPS = 10.0
-
-
-def make_core(measured=(0.0, 0.0), start=True, **changes):
-    changes.setdefault('max_step_rad', math.inf)
-    core = ExecutorCore(ExecutorConfig(joint_names=JOINTS, fps=FPS, **changes))
-    core.on_measured(np.array(measured))
-    core.admit('s1')
-    if start:
-        core.start(0.0)
-    return core
-
-
-def make_chunk(request_id, capture, values, names=JOINTS, session='s1', period=0.1,
-               step_count=None):
-    if isinstance(values, np.ndarray):
-        positions = values
-    else:
-        positions = np.array([[v, 0.0] for v in values], dtype=float)
-    return Chunk(session_id=session, request_id=request_id, capture_time=capture,
-                 joint_names=names, step_period=period, positions=positions,
-                 step_count=step_count)
-
-
-class Loop:
-    """Tick a core at its nominal times, applying every command like a perfect driver."""
-
-    def __init__(self, core):
-        self.core = core
-        self.period = core.config.tick_period
-        self.index = 0
-        self.outputs = []
-
-    def tick(self):
-        out = self.core.tick(self.index * self.period)
-        self.index += 1
-        if out.command is not None:
-            self.core.on_applied(out.command)
-        self.outputs.append(out)
-        return out
-
-    def run(self, count):
-        return [self.tick() for _ in range(count)]
-
-
-def j1(out):
-    return None if out.command is None else round(float(out.command[0]), 9)
+from remote_inference_py.executor.core import ExecutorCore, State
 
 
 def started_with(values, arrival=0.05, capture=0.01, **changes):
     """Start a core, answer the startup request with `values` at `arrival` (before tick 1)."""
-    core = make_core(**changes)
+    core = make_executor(**changes)
     loop = Loop(core)
     first = loop.tick()
     assert first.request.request_id == 1
@@ -117,7 +69,7 @@ def test_nothing_is_sent_before_start():
 
 
 def test_stop_before_start_is_terminal_at_once():
-    core = make_core(start=False)
+    core = make_executor(start=False)
     core.stop(0.0)
     assert core.state == State.STOPPED and core.is_terminal
     assert core.tick(0.1).command is None
@@ -132,7 +84,7 @@ def test_measured_pose_must_have_one_value_per_joint():
 
 
 def test_first_tick_holds_the_measured_pose_and_requests_a_fresh_capture():
-    core = make_core(measured=(0.5, -0.5))
+    core = make_executor(measured=(0.5, -0.5))
     out = core.tick(0.0)
     assert out.held and out.command.tolist() == [0.5, -0.5]
     assert out.state == State.WAITING
@@ -147,7 +99,7 @@ def test_first_tick_holds_the_measured_pose_and_requests_a_fresh_capture():
 # ----------------------------------------------------------------------------- timeline
 
 def test_first_chunk_plays_from_step_0_whatever_the_latency():
-    core = make_core()
+    core = make_executor()
     loop = Loop(core)
     loop.run(5)                                   # ticks 0..4 hold (t = 0.0 .. 0.4)
     verdict = core.on_chunk(make_chunk(1, 0.02, [1, 2, 3]), 0.45)
@@ -197,7 +149,7 @@ def test_action_offset_shifts_every_step():
 
 
 def test_interpolation_commits_the_target_being_approached():
-    core = make_core(interpolation_multiplier=2)    # control ticks every 0.05 s
+    core = make_executor(interpolation_multiplier=2)    # control ticks every 0.05 s
     loop = Loop(core)
     loop.tick()                                      # tick 0 holds, request 1
     core.on_chunk(make_chunk(1, 0.01, [1, 2]), 0.02)
@@ -213,7 +165,7 @@ def test_interpolation_commits_the_target_being_approached():
 
 
 def test_interpolation_sub_steps_are_linear():
-    core = make_core(interpolation_multiplier=4)
+    core = make_executor(interpolation_multiplier=4)
     loop = Loop(core)
     loop.tick()
     core.on_chunk(make_chunk(1, 0.0, [4, 0]), 0.01)
@@ -226,7 +178,7 @@ def test_step_clamp_limits_every_dispatched_change():
 
 
 def test_columns_are_matched_by_name():
-    core = make_core()
+    core = make_executor()
     loop = Loop(core)
     loop.tick()
     positions = np.array([[-1.0, 7.0], [-2.0, 8.0]])          # columns j2, j1
@@ -236,14 +188,14 @@ def test_columns_are_matched_by_name():
 
 
 def test_flat_positions_with_step_count_are_accepted():
-    core = make_core()
+    core = make_executor()
     Loop(core).tick()
     chunk = make_chunk(1, 0.0, np.array([1.0, 0.0, 2.0, 0.0]), step_count=2)
     assert core.on_chunk(chunk, 0.01).usable_steps == 2
 
 
 def test_late_ticks_skip_missed_ticks_and_never_repeat_one():
-    core = make_core()
+    core = make_executor()
     assert core.tick(0.0).tick_index == 0
     assert core.tick(0.34).tick_index == 3           # ticks 1 and 2 were missed
     assert core.tick(0.34).tick_index == 4           # called twice: never the same tick
@@ -260,7 +212,7 @@ def test_late_ticks_skip_missed_ticks_and_never_repeat_one():
     (1.5, 0.05, 1, 0.9),      # refill above the plan length: request at once
 ])
 def test_refill_request_tick(refill_seconds, arrival, request_tick, playback):
-    core = make_core(refill_seconds=refill_seconds)
+    core = make_executor(refill_seconds=refill_seconds)
     loop = Loop(core)
     loop.tick()
     loop.run(round(arrival * FPS - 0.5))             # the ticks before the chunk arrives
@@ -297,7 +249,7 @@ def test_refill_seconds_changes_live():
     ('joint_upper_limits', (1.0, 1.0)),
 ])
 def test_structural_fields_cannot_change(field_name, value):
-    core = make_core()
+    core = make_executor()
     changes = {field_name: value}
     if field_name == 'joint_upper_limits':
         changes['joint_lower_limits'] = (-1.0, -1.0)
@@ -309,7 +261,7 @@ def test_structural_fields_cannot_change(field_name, value):
 
 
 def test_request_timeout_abandons_the_request_and_drops_its_late_answer():
-    core = make_core(request_timeout_s=0.5)
+    core = make_executor(request_timeout_s=0.5)
     loop = Loop(core)
     outs = loop.run(7)                               # ticks 0..6
     assert [o.request.request_id for o in outs if o.request] == [1, 2]
@@ -323,7 +275,7 @@ def test_request_timeout_abandons_the_request_and_drops_its_late_answer():
 
 
 def test_failed_request_is_retried_after_one_action_period():
-    core = make_core()
+    core = make_executor()
     loop = Loop(core)
     loop.tick()
     assert core.on_request_failed(7, 'unknown', 0.05) is False
@@ -373,7 +325,7 @@ BAD_CASES = [
                          ids=[case[0] for case in BAD_CASES])
 def test_bad_chunks_are_dropped_whole_with_a_named_reason(label, chunk_fields, config_changes,
                                                           reason):
-    core = make_core(**config_changes)
+    core = make_executor(**config_changes)
     loop = Loop(core)
     loop.tick()
     fields = dict(request_id=1, capture=0.01, values=np.zeros((3, 2)))
@@ -410,7 +362,7 @@ def test_a_second_answer_to_the_same_request_is_a_duplicate():
 
 
 def test_chunks_before_start_or_after_stop_are_dropped():
-    core = make_core(start=False)
+    core = make_executor(start=False)
     verdict = core.on_chunk(make_chunk(1, 0.0, [1]), 0.0)
     assert verdict.reason == 'executor is READY; chunk not used'
 
@@ -506,7 +458,7 @@ def test_server_loss_drains_the_buffer_then_holds_then_faults():
 
 
 def test_server_loss_before_start_is_a_fault():
-    core = make_core(start=False)
+    core = make_executor(start=False)
     core.server_lost(0.0)
     assert core.state == State.FAULT
 
@@ -514,7 +466,7 @@ def test_server_loss_before_start_is_a_fault():
 # ----------------------------------------------------------------------------- synchronous
 
 def test_synchronous_mode_requests_only_when_empty_and_plays_whole_chunks():
-    core = make_core(synchronous=True)
+    core = make_executor(synchronous=True)
     loop = Loop(core)
     latency = 0.85
     pending = []
@@ -548,8 +500,8 @@ def test_synchronous_mode_requests_only_when_empty_and_plays_whole_chunks():
 
 
 def test_synchronous_mode_still_faults_when_nothing_comes():
-    core = make_core(synchronous=True, starvation_grace_s=0.5,
-                     return_to_initial_position=False)
+    core = make_executor(synchronous=True, starvation_grace_s=0.5,
+                         return_to_initial_position=False)
     loop = Loop(core)
     states = [o.state for o in loop.run(7)]
     assert states[-2:] == [State.WAITING, State.FAULT]

@@ -20,14 +20,12 @@ chunk length is 10 steps, so a request in flight is expected to cover 1.0 s from
 
 import math
 
+from core_fixtures import j1, JOINTS, Loop, make_chunk
 import numpy as np
 import pytest
-from test_executor_core import j1, Loop, make_chunk
 
 from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.executor.core import ExecutorCore, State
-
-JOINTS = ('j1', 'j2')
 
 
 def flight_core(max_in_flight=2, chunk_length=10, **changes):

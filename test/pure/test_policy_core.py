@@ -14,14 +14,13 @@
 
 """The policy server core without ROS: slots, waiting, batching, errors, units."""
 
-import io
 import math
 
+from core_fixtures import admit, jpeg, make_server, serve_one
 import numpy as np
-from PIL import Image
 import pytest
 
-from remote_inference_py.contract.admission import AdmitRequest, FeatureDeclaration
+from remote_inference_py.contract.admission import FeatureDeclaration
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
@@ -35,28 +34,8 @@ SO101 = 'so101-degrees-gripper-percent-v1'
 MS = 1_000_000
 
 
-def admit(core, robot='', client='/executor'):
-    contract = core.contract
-    result = core.admit(robot, AdmitRequest(
-        protocol_version=contract.protocol_version, client_name=client,
-        deployment=contract.deployment, semantics=contract.semantics,
-        action_names=contract.action_names, action_rate=contract.action_rate,
-        features=contract.features, merge_mode='aligned', hardware_position_hold=True))
-    assert result.success, result.message
-    return result.session_id
-
-
-def serve_one(core, timeout=1.0):
-    return core.serve(core.next_work(timeout))
-
-
-def make_core(runtime=None, **settings):
-    return PolicyServerCore(ServerConfig(deployment='so101', **settings),
-                            runtime or DemoRuntime())
-
-
 def test_a_request_is_answered_with_an_si_chunk_stamped_with_its_capture():
-    core = make_core(chunk_length=30)
+    core = make_server(chunk_length=30)
     session = admit(core)
     core.on_joint_states('', 1000 * MS, JOINTS, [0.1] * 6)
     assert core.on_request(Request('', session, 7, 900 * MS)) is None
@@ -72,7 +51,7 @@ def test_a_request_is_answered_with_an_si_chunk_stamped_with_its_capture():
 
 
 def test_only_samples_captured_at_or_after_the_earliest_stamp_are_used():
-    core = make_core(observation_wait_s=5.0)
+    core = make_server(observation_wait_s=5.0)
     session = admit(core)
     core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
     core.on_request(Request('', session, 1, 150 * MS))
@@ -85,7 +64,7 @@ def test_only_samples_captured_at_or_after_the_earliest_stamp_are_used():
 
 
 def test_no_usable_observation_in_time_is_an_error_naming_the_stream():
-    core = make_core(observation_wait_s=0.05)
+    core = make_server(observation_wait_s=0.05)
     session = admit(core)
     core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
     core.on_request(Request('', session, 1, 200 * MS))
@@ -99,7 +78,7 @@ def test_no_usable_observation_in_time_is_an_error_naming_the_stream():
 
 
 def test_a_stream_that_never_delivered_is_a_missing_observation_not_a_stale_one():
-    core = make_core(observation_wait_s=0.05)
+    core = make_server(observation_wait_s=0.05)
     session = admit(core)
     core.on_request(Request('', session, 1, 200 * MS))
     [answer] = serve_one(core)
@@ -109,7 +88,7 @@ def test_a_stream_that_never_delivered_is_a_missing_observation_not_a_stale_one(
 
 
 def test_bad_joint_states_are_rejected_and_never_used():
-    core = make_core(observation_wait_s=0.05)
+    core = make_server(observation_wait_s=0.05)
     session = admit(core)
     error = core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 5 + [math.nan])
     assert error.code == 'non_finite' and "joint 'gripper'" in str(error)
@@ -123,7 +102,7 @@ def test_bad_joint_states_are_rejected_and_never_used():
 
 
 def test_a_newer_request_of_the_same_session_wins():
-    core = make_core()
+    core = make_server()
     session = admit(core)
     core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
     core.on_request(Request('', session, 1, 0))
@@ -134,7 +113,7 @@ def test_a_newer_request_of_the_same_session_wins():
 
 
 def test_unknown_sessions_are_refused_with_an_error_answer():
-    core = make_core()
+    core = make_server()
     refusal = core.on_request(Request('', 'someone-else', 3, 0))
     assert refusal.error.startswith("session 'someone-else' is not admitted")
     assert refusal.session_id == 'someone-else' and refusal.positions is None
@@ -146,7 +125,7 @@ def test_two_robots_are_batched_into_one_forward_pass():
     calls = []
     infer = runtime.infer
     runtime.infer = lambda inputs, tasks: calls.append(len(tasks)) or infer(inputs, tasks)
-    core = make_core(runtime, robot_namespaces=('robot1', 'robot2'), max_clients=2)
+    core = make_server(runtime, robot_namespaces=('robot1', 'robot2'), max_clients=2)
     one, two = admit(core, 'robot1', '/robot1/executor'), admit(core, 'robot2', '/r2/executor')
     core.on_joint_states('robot1', 10 * MS, JOINTS, [0.3] * 6)
     core.on_joint_states('robot2', 20 * MS, JOINTS, [-0.3] * 6)
@@ -158,7 +137,7 @@ def test_two_robots_are_batched_into_one_forward_pass():
     assert answers['robot2'].capture_stamp_ns == 20 * MS
     assert answers['robot1'].positions[0, 0] > 0.2 and answers['robot2'].positions[0, 0] < -0.2
     # Each row equals what the robot would have got alone.
-    alone = make_core()
+    alone = make_server()
     session = admit(alone)
     alone.on_joint_states('', 20 * MS, JOINTS, [-0.3] * 6)
     alone.on_request(Request('', session, 1, 0))
@@ -168,7 +147,7 @@ def test_two_robots_are_batched_into_one_forward_pass():
 def test_batches_respect_the_runtime_limit():
     runtime = DemoRuntime()
     runtime.max_batch_size = 1
-    core = make_core(runtime, robot_namespaces=('a', 'b'), max_clients=2)
+    core = make_server(runtime, robot_namespaces=('a', 'b'), max_clients=2)
     sessions = [admit(core, 'a', '/a'), admit(core, 'b', '/b')]
     for robot, session in zip('ab', sessions):
         core.on_joint_states(robot, 10 * MS, JOINTS, [0.0] * 6)
@@ -197,7 +176,7 @@ class ScriptedRuntime(PolicyRuntime):
 
 def test_policy_units_are_converted_to_si_at_the_boundary():
     degrees = [[90.0, -45.0, 0.0, 180.0, -90.0, 50.0], [0.0] * 5 + [100.0]]
-    core = make_core(ScriptedRuntime([degrees]))
+    core = make_server(ScriptedRuntime([degrees]))
     session = admit(core)
     core.on_joint_states('', 1, JOINTS, [0.0] * 6)
     core.on_request(Request('', session, 1, 0))
@@ -213,7 +192,7 @@ def test_policy_units_are_converted_to_si_at_the_boundary():
 def test_a_failing_model_answers_with_errors_and_keeps_serving():
     outputs = [RuntimeError('CUDA out of memory'), [[math.nan] + [0.0] * 5, [0.0] * 6],
                [[1.0] * 6, [2.0] * 6]]
-    core = make_core(ScriptedRuntime(outputs))
+    core = make_server(ScriptedRuntime(outputs))
     session = admit(core)
     core.on_joint_states('', 1, JOINTS, [0.0] * 6)
     answers = []
@@ -244,15 +223,9 @@ def test_extra_compute_is_part_of_the_inference_time_and_latency_is_not_the_core
         core.update_settings(max_clients=3)
 
 
-def jpeg(array):
-    buffer = io.BytesIO()
-    Image.fromarray(array).save(buffer, format='JPEG')
-    return buffer.getvalue()
-
-
 def test_a_corrupt_frame_falls_back_to_an_older_usable_one_or_errors():
-    core = make_core(DemoRuntime(cameras=['front'], image_size=(16, 16)),
-                     observation_wait_s=0.05)
+    core = make_server(DemoRuntime(cameras=['front'], image_size=(16, 16)),
+                       observation_wait_s=0.05)
     session = admit(core)
     feature = 'observation.images.front'
     noise = np.random.default_rng(0).integers(0, 255, (16, 16, 3), dtype=np.uint8)
@@ -282,11 +255,11 @@ def test_settings_are_validated():
     with pytest.raises(ValueError, match="'deployment' must not be empty"):
         ServerConfig('')
     with pytest.raises(ValueError, match="chunk_length 60 exceeds the policy's chunk length 50"):
-        make_core(chunk_length=60)
+        make_server(chunk_length=60)
 
 
 def test_capabilities_contract_and_summary():
-    core = make_core(DemoRuntime(cameras=['front']))
+    core = make_server(DemoRuntime(cameras=['front']))
     assert core.contract.action_names == tuple(JOINTS)
     assert core.contract.features[1] == FeatureDeclaration(
         'observation.images.front', (480, 640, 3), 'uint8', 'rgb')

@@ -14,32 +14,17 @@
 
 """The policy server with several requests of one client in flight: queue, order, delay line."""
 
+from core_fixtures import admission, FakeClock, make_server
 import pytest
 
-from remote_inference_py.contract.admission import AdmitRequest
 from remote_inference_py.policy_server.config import ServerConfig
-from remote_inference_py.policy_server.core import PolicyServerCore, Request
+from remote_inference_py.policy_server.core import Request
 from remote_inference_py.policy_server.delivery import DelayLine
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 JOINTS = list(SO101_JOINT_NAMES)
 MS = 1_000_000
-
-
-def make_core(runtime=None, **settings):
-    return PolicyServerCore(ServerConfig(deployment='so101', **settings),
-                            runtime or DemoRuntime())
-
-
-def admit(core, robot='', client='/executor', in_flight=3):
-    contract = core.contract
-    return core.admit(robot, AdmitRequest(
-        protocol_version=contract.protocol_version, client_name=client,
-        deployment=contract.deployment, semantics=contract.semantics,
-        action_names=contract.action_names, action_rate=contract.action_rate,
-        features=contract.features, merge_mode='aligned', hardware_position_hold=True,
-        max_requests_in_flight=in_flight))
 
 
 def served(core):
@@ -49,23 +34,23 @@ def served(core):
 
 
 def test_the_contract_offers_max_requests_per_client_and_refuses_more():
-    core = make_core(max_requests_per_client=2)
+    core = make_server(max_requests_per_client=2)
     assert core.contract.max_requests_in_flight == 2
-    refused = admit(core, in_flight=3)
+    refused = admission(core, in_flight=3)
     assert not refused.success
     assert ('requests in flight: client keeps up to 3, server queues 1 to 2 per client'
             in refused.message)
     assert 'max_requests_in_flight on the executor' in refused.message
     assert 'max_requests_per_client on the server' in refused.message
-    assert admit(core, in_flight=2).success
-    assert make_core().contract.max_requests_in_flight == 4, 'the default'
+    assert admission(core, in_flight=2).success
+    assert make_server().contract.max_requests_in_flight == 4, 'the default'
     with pytest.raises(ValueError, match="'max_requests_per_client' is 9; expected 1 to 8"):
         ServerConfig('so101', max_requests_per_client=9)
 
 
 def test_one_session_is_served_in_request_order_one_at_a_time():
-    core = make_core()
-    session = admit(core).session_id
+    core = make_server()
+    session = admission(core, in_flight=3).session_id
     core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
     for request_id in (1, 2, 3):
         assert core.on_request(Request('', session, request_id, 0)) is None
@@ -77,8 +62,8 @@ def test_one_session_is_served_in_request_order_one_at_a_time():
 
 
 def test_a_request_arriving_out_of_order_is_queued_in_request_order():
-    core = make_core()
-    session = admit(core).session_id
+    core = make_server()
+    session = admission(core, in_flight=3).session_id
     core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
     for request_id in (1, 3, 2):
         core.on_request(Request('', session, request_id, 0))
@@ -86,8 +71,8 @@ def test_a_request_arriving_out_of_order_is_queued_in_request_order():
 
 
 def test_each_request_selects_its_own_observation_when_served():
-    core = make_core(observation_wait_s=5.0)
-    session = admit(core).session_id
+    core = make_server(observation_wait_s=5.0)
+    session = admission(core, in_flight=3).session_id
     core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
     core.on_request(Request('', session, 1, 100 * MS))
     core.on_request(Request('', session, 2, 200 * MS))   # needs a later capture
@@ -100,8 +85,8 @@ def test_each_request_selects_its_own_observation_when_served():
 
 
 def test_beyond_the_clients_bound_the_oldest_waiting_request_is_superseded():
-    core = make_core(max_requests_per_client=4)
-    session = admit(core, in_flight=2).session_id     # the queue holds what the client keeps
+    core = make_server(max_requests_per_client=4)
+    session = admission(core, in_flight=2).session_id     # the queue holds what the client keeps
     core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
     for request_id in (1, 2, 3):
         core.on_request(Request('', session, request_id, 0))
@@ -110,8 +95,8 @@ def test_beyond_the_clients_bound_the_oldest_waiting_request_is_superseded():
 
 
 def test_a_client_with_one_request_in_flight_keeps_the_latest_wins_slot():
-    core = make_core()
-    session = admit(core, in_flight=1).session_id
+    core = make_server()
+    session = admission(core, in_flight=1).session_id
     core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
     core.on_request(Request('', session, 1, 0))
     core.on_request(Request('', session, 2, 0))
@@ -123,9 +108,9 @@ def test_different_sessions_are_still_batched_while_each_keeps_its_order():
     calls = []
     infer = runtime.infer
     runtime.infer = lambda inputs, tasks: calls.append(len(tasks)) or infer(inputs, tasks)
-    core = make_core(runtime, robot_namespaces=('a', 'b'), max_clients=2)
-    one = admit(core, 'a', '/a/executor').session_id
-    two = admit(core, 'b', '/b/executor').session_id
+    core = make_server(runtime, robot_namespaces=('a', 'b'), max_clients=2)
+    one = admission(core, 'a', '/a/executor', in_flight=3).session_id
+    two = admission(core, 'b', '/b/executor', in_flight=3).session_id
     core.on_joint_states('a', 10 * MS, JOINTS, [0.3] * 6)
     core.on_joint_states('b', 20 * MS, JOINTS, [-0.3] * 6)
     for session, robot in ((one, 'a'), (two, 'b')):
@@ -137,20 +122,12 @@ def test_different_sessions_are_still_batched_while_each_keeps_its_order():
 
 
 def test_released_sessions_leave_no_queue_behind():
-    core = make_core(idle_timeout_s=0.0)
-    old = admit(core).session_id
+    core = make_server(idle_timeout_s=0.0)
+    old = admission(core, in_flight=3).session_id
     core.on_request(Request('', old, 1, 0))
     core.on_request(Request('', old, 2, 0))
-    assert admit(core).success                        # the same client again: replaces it
+    assert admission(core, in_flight=3).success       # the same client again: replaces it
     assert core.pending_count() == 0
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
 
 
 def test_the_delay_line_releases_each_item_after_its_delay_in_order():

@@ -18,6 +18,7 @@ import io
 import itertools
 import math
 
+from core_fixtures import observation_spec
 import numpy as np
 from PIL import Image
 import pytest
@@ -31,20 +32,6 @@ from remote_inference_py.robot.units import JointConverter
 
 JOINTS = list(SO101_JOINT_NAMES)
 MS = 1_000_000
-
-
-def spec(state_history=1, image_history=1, normalization=None, semantics=None):
-    state = {'name': 'observation.state', 'kind': 'state', 'shape': [6],
-             'names': [f'{j}.pos' for j in JOINTS], 'history': state_history}
-    if normalization:
-        state['normalization'] = normalization
-    if semantics:
-        state['semantics'] = semantics
-    return spec_from_dict({
-        'semantics': 'so101-degrees-gripper-percent-v1', 'fps': 20, 'chunk_length': 5,
-        'action': {'names': JOINTS},
-        'features': [state, {'name': 'observation.images.front', 'kind': 'rgb',
-                             'shape': [2, 2, 3], 'history': image_history}]})
 
 
 def image(value=0):
@@ -95,7 +82,7 @@ def test_history_is_spaced_one_period_and_padded_with_the_oldest():
 
 
 def test_joint_sample_is_matched_by_name():
-    assembler = ObservationAssembler(spec())
+    assembler = ObservationAssembler(observation_spec())
     shuffled = list(reversed(JOINTS))
     sample = assembler.joint_sample(5, shuffled, [6.0, 5.0, 4.0, 3.0, 2.0, 1.0])
     assert sample.payload.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
@@ -111,12 +98,12 @@ def test_joint_sample_is_matched_by_name():
 ])
 def test_bad_joint_states_are_named(names, positions, code, message):
     with pytest.raises(InputError) as error:
-        ObservationAssembler(spec()).joint_sample(1, names, positions)
+        ObservationAssembler(observation_spec()).joint_sample(1, names, positions)
     assert error.value.code == code and message in str(error.value)
 
 
 def test_the_name_order_is_remembered_and_every_message_still_checked():
-    assembler = ObservationAssembler(spec())
+    assembler = ObservationAssembler(observation_spec())
     shuffled = tuple(reversed(JOINTS))
     for scale in (1.0, 2.0):   # the second message reuses the remembered order
         sample = assembler.joint_sample(5, shuffled, [scale * v for v in range(6, 0, -1)])
@@ -141,7 +128,7 @@ def fill(assembler, buffers, stamps_ms, positions=None):
 
 
 def test_select_waits_for_every_stream_and_stamps_with_the_oldest():
-    assembler = ObservationAssembler(spec())
+    assembler = ObservationAssembler(observation_spec())
     buffers = assembler.new_buffers(5)
     buffers[JOINT_STATES].add(assembler.joint_sample(100 * MS, JOINTS, [0.0] * 6))
     assert assembler.select(buffers, 50 * MS) is None          # no image yet
@@ -156,7 +143,7 @@ def test_select_waits_for_every_stream_and_stamps_with_the_oldest():
 
 
 def test_build_converts_state_to_policy_units_and_images_to_floats():
-    assembler = ObservationAssembler(spec())
+    assembler = ObservationAssembler(observation_spec())
     buffers = assembler.new_buffers(5)
     radians = [0.5, -0.25, 0.0, 1.0, -1.0, 0.0]
     fill(assembler, buffers, [10], positions=radians)
@@ -174,9 +161,9 @@ def test_build_converts_state_to_policy_units_and_images_to_floats():
 
 def test_build_applies_normalization_and_history():
     normalization = {'mode': 'mean_std', 'mean': [1.0] * 6, 'std': [2.0] * 6}
-    assembler = ObservationAssembler(spec(state_history=2, image_history=3,
-                                          normalization=normalization,
-                                          semantics='si-radians-v1'))
+    assembler = ObservationAssembler(observation_spec(state_history=2, image_history=3,
+                                                      normalization=normalization,
+                                                      semantics='si-radians-v1'))
     buffers = assembler.new_buffers(2)
     assert buffers['observation.images.front'].capacity == 3
     fill(assembler, buffers, [0, 50, 100])
@@ -218,7 +205,7 @@ def test_a_corrupt_frame_is_marked_and_never_selected_again():
 
 def test_rotate_180_must_name_an_image_feature():
     with pytest.raises(ValueError, match=r"rotate_180 names \['observation.images.back'\]"):
-        ObservationAssembler(spec(), rotate_180=['observation.images.back'])
+        ObservationAssembler(observation_spec(), rotate_180=['observation.images.back'])
 
 
 def test_privileged_features_are_checked_and_passed_through():

@@ -19,9 +19,9 @@ import math
 import sys
 from types import SimpleNamespace
 
+import model_fixtures as models
 import numpy as np
 import pytest
-import test_policy_models as models
 import torch
 
 from remote_inference_py.policy_server.demo_policy import (

@@ -17,13 +17,12 @@
 import threading
 import time
 
+from core_fixtures import admit, make_server
 import numpy as np
 import pytest
 
-from remote_inference_py.contract.admission import AdmitRequest
-from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import (
-    DROPPED, PolicyServerCore, Request, SESSION_RELEASED, SUPERSEDED)
+    DROPPED, Request, SESSION_RELEASED, SUPERSEDED)
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
 from remote_inference_py.policy_server.images import CompressedImage
 from remote_inference_py.policy_server.scheduler import Scheduler
@@ -31,23 +30,6 @@ from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 JOINTS = list(SO101_JOINT_NAMES)
 MS = 1_000_000
-
-
-def make_core(runtime=None, **settings):
-    return PolicyServerCore(ServerConfig(deployment='so101', **settings),
-                            runtime or DemoRuntime())
-
-
-def admit(target, robot='', client='/executor', in_flight=1):
-    contract = target.core.contract if isinstance(target, Scheduler) else target.contract
-    result = target.admit(robot, AdmitRequest(
-        protocol_version=contract.protocol_version, client_name=client,
-        deployment=contract.deployment, semantics=contract.semantics,
-        action_names=contract.action_names, action_rate=contract.action_rate,
-        features=contract.features, merge_mode='aligned', hardware_position_hold=True,
-        max_requests_in_flight=in_flight))
-    assert result.success, result.message
-    return result.session_id
 
 
 class Outbox:
@@ -103,7 +85,7 @@ def started(core, outbox, inline):
 
 def test_inline_a_ready_request_is_served_in_the_calling_thread():
     outbox = Outbox()
-    scheduler = started(make_core(), outbox, inline=True)
+    scheduler = started(make_server(), outbox, inline=True)
     try:
         session = admit(scheduler)
         scheduler.on_joint_states('', 100 * MS, JOINTS, [0.1] * 6)
@@ -122,7 +104,7 @@ def test_inline_a_ready_request_is_served_in_the_calling_thread():
 
 def test_without_inline_the_inference_thread_serves():
     outbox = Outbox()
-    scheduler = started(make_core(), outbox, inline=False)
+    scheduler = started(make_server(), outbox, inline=False)
     try:
         session = admit(scheduler)
         scheduler.on_joint_states('', 100 * MS, JOINTS, [0.1] * 6)
@@ -135,7 +117,7 @@ def test_without_inline_the_inference_thread_serves():
 
 def test_a_slow_pass_goes_to_the_inference_thread_even_inline():
     outbox = Outbox()
-    scheduler = started(make_core(extra_compute_s=0.05), outbox, inline=True)
+    scheduler = started(make_server(extra_compute_s=0.05), outbox, inline=True)
     try:
         session = admit(scheduler)
         scheduler.on_joint_states('', 100 * MS, JOINTS, [0.1] * 6)
@@ -150,7 +132,7 @@ def test_a_slow_pass_goes_to_the_inference_thread_even_inline():
 
 def test_a_request_whose_observation_never_comes_is_answered_at_its_deadline():
     outbox = Outbox()
-    scheduler = started(make_core(observation_wait_s=0.1), outbox, inline=True)
+    scheduler = started(make_server(observation_wait_s=0.1), outbox, inline=True)
     try:
         session = admit(scheduler)
         scheduler.on_joint_states('', 100 * MS, JOINTS, [0.1] * 6)
@@ -167,7 +149,7 @@ def test_a_request_whose_observation_never_comes_is_answered_at_its_deadline():
 def test_one_forward_pass_at_a_time_and_one_answer_per_request_under_a_flood(inline):
     runtime = CountingRuntime(delay_s=0.002)
     outbox = Outbox()
-    core = make_core(runtime)
+    core = make_server(runtime)
     scheduler = started(core, outbox, inline=inline)
     try:
         session = admit(scheduler, in_flight=2)
@@ -207,7 +189,7 @@ def test_one_forward_pass_at_a_time_and_one_answer_per_request_under_a_flood(inl
 
 def test_the_pushed_out_request_is_answered_at_once_naming_why():
     outbox = Outbox()
-    scheduler = started(make_core(observation_wait_s=5.0), outbox, inline=True)
+    scheduler = started(make_server(observation_wait_s=5.0), outbox, inline=True)
     try:
         one = admit(scheduler, in_flight=1)
         scheduler.on_request(Request('', one, 1, 0))      # no sample yet: it waits
@@ -224,7 +206,7 @@ def test_the_pushed_out_request_is_answered_at_once_naming_why():
 
 
 def test_a_full_queue_drops_the_oldest_with_a_named_error():
-    core = make_core(observation_wait_s=5.0)
+    core = make_server(observation_wait_s=5.0)
     session = admit(core, in_flight=3)
     for request_id in (1, 2, 3):
         assert core.on_request(Request('', session, request_id, 0)) is None   # just inside
@@ -244,7 +226,7 @@ def test_a_request_put_back_into_a_full_queue_is_answered():
     Image.fromarray(noise).save(buffer, format='JPEG')
     good = buffer.getvalue()
     bad = good[:good.index(b'\xff\xda') + 40]
-    core = make_core(DemoRuntime(cameras=['front'], image_size=(16, 16)))
+    core = make_server(DemoRuntime(cameras=['front'], image_size=(16, 16)))
     session = admit(core, in_flight=1)
     core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
     core.on_image('', 'observation.images.front', 100 * MS, CompressedImage('jpeg', bad))
@@ -263,7 +245,7 @@ def test_a_request_put_back_into_a_full_queue_is_answered():
 
 def test_requests_left_by_a_released_session_are_answered():
     outbox = Outbox()
-    scheduler = started(make_core(idle_timeout_s=0.0, observation_wait_s=5.0), outbox,
+    scheduler = started(make_server(idle_timeout_s=0.0, observation_wait_s=5.0), outbox,
                         inline=True)
     try:
         old = admit(scheduler, in_flight=2)
@@ -280,7 +262,7 @@ def test_requests_left_by_a_released_session_are_answered():
 
 def test_extra_latency_holds_answers_back_in_the_delivery_thread():
     outbox = Outbox()
-    scheduler = started(make_core(extra_latency_s=0.2), outbox, inline=True)
+    scheduler = started(make_server(extra_latency_s=0.2), outbox, inline=True)
     try:
         session = admit(scheduler)
         scheduler.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
@@ -295,7 +277,7 @@ def test_extra_latency_holds_answers_back_in_the_delivery_thread():
 
 
 def test_stop_ends_both_threads():
-    scheduler = started(make_core(), Outbox(), inline=False)
+    scheduler = started(make_server(), Outbox(), inline=False)
     threads = list(scheduler._threads)
     assert all(t.is_alive() for t in threads)
     scheduler.stop()
@@ -305,7 +287,7 @@ def test_stop_ends_both_threads():
 def test_two_callbacks_at_once_start_one_pass_and_answers_keep_request_order():
     runtime = CountingRuntime(delay_s=0.05)
     outbox = Outbox()
-    scheduler = started(make_core(runtime, observation_wait_s=5.0), outbox, inline=True)
+    scheduler = started(make_server(runtime, observation_wait_s=5.0), outbox, inline=True)
     try:
         session = admit(scheduler, in_flight=3)
         for request_id in (1, 2, 3):

@@ -15,27 +15,19 @@
 """Tests of the unit semantics registry at the model boundary."""
 
 import math
-import os
 
 from hypothesis import given
 from hypothesis import strategies as st
 import numpy as np
 import pytest
+from robot_fixtures import EXAMPLE
 
 from remote_inference_py.robot.calibration import Calibration
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.robot.units import (
     get_semantics, known_semantics, SIRadians, SO101DegreesGripperPercent)
 
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__)))),
-                       'config', 'so101_calibration_example.json')
 SO101 = 'so101-degrees-gripper-percent-v1'
-
-
-@pytest.fixture
-def calibration():
-    return Calibration.load(EXAMPLE)
 
 
 @pytest.fixture

@@ -19,22 +19,13 @@ this test feeds (:mod:`camera_sources`). Deadlines only bound waiting.
 """
 
 from camera_sources import PipeCamera, write_video
+from node_fixtures import at_rest, cameras, JOINTS, params, radians, send, start_arm
 import numpy as np
 from remote_inference.msg import HardwareInfo, SharedImage
 from sensor_msgs.msg import CompressedImage, Image
-import test_hardware_node as arm
 
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.compressed import decode_jpeg
-
-emulator = arm.emulator   # the fixture
-
-
-def cameras(path, width=64, height=48, **extra):
-    settings = ', '.join(f'{k}: {v}' for k, v in {
-        'type': 'opencv', 'index_or_path': path, 'width': width, 'height': height, 'fps': 30,
-        'warmup_s': 0, **extra}.items())
-    return f'{{front: {{{settings}}}}}'
 
 
 class Frames:
@@ -60,8 +51,8 @@ def test_a_video_file_camera_publishes_raw_shared_and_compressed_frames(
     node, spinner = ros
     video = write_video(tmp_path / 'front.avi', 64, 48)
     frames = Frames(node, compressed=True)
-    watch, proc, commands = arm.start_arm(processes, ros, emulator,
-                                          cameras=cameras(video), jpeg_quality=90)
+    watch, proc, commands = start_arm(processes, ros, emulator,
+                                      cameras=cameras(video), jpeg_quality=90)
     proc.wait_for_output(r"cameras: camera 'front' \(.*front.avi\) 64x48 rgb8 -> "
                          r'cameras/front/image_raw', 10, spinner)
     spinner.until(lambda: len(frames.images) >= 5 and len(frames.refs) >= 5
@@ -89,7 +80,7 @@ def test_a_video_file_camera_publishes_raw_shared_and_compressed_frames(
 def test_a_camera_of_another_size_stops_start_up_with_exit_2(emulator, processes, ros, tmp_path):
     video = write_video(tmp_path / 'small.avi', 64, 48)
     proc = processes.console_script('hardware_interface', node_name='hardware_interface',
-                                    params=arm.params(emulator, cameras=cameras(video, 640, 480)))
+                                    params=params(emulator, cameras=cameras(video, 640, 480)))
     assert proc.wait(30) == 2
     log = proc.output()
     assert "camera 'front'" in log and 'delivers 64x48 frames but is configured for 640x480' \
@@ -99,7 +90,7 @@ def test_a_camera_of_another_size_stops_start_up_with_exit_2(emulator, processes
 def test_a_camera_that_cannot_be_opened_stops_start_up_with_exit_2(emulator, processes, ros):
     proc = processes.console_script(
         'hardware_interface', node_name='hardware_interface',
-        params=arm.params(emulator, cameras=cameras('/dev/video_missing')))
+        params=params(emulator, cameras=cameras('/dev/video_missing')))
     assert proc.wait(30) == 2
     log = proc.output()
     assert "cannot start: configure failed: camera 'front' (/dev/video_missing) cannot be " \
@@ -109,7 +100,7 @@ def test_a_camera_that_cannot_be_opened_stops_start_up_with_exit_2(emulator, pro
 def test_a_malformed_camera_setting_stops_start_up_with_exit_2(emulator, processes, ros):
     proc = processes.console_script(
         'hardware_interface', node_name='hardware_interface',
-        params=arm.params(emulator, cameras='{front: {index_or_path: 0, rotation: 45}}'))
+        params=params(emulator, cameras='{front: {index_or_path: 0, rotation: 45}}'))
     assert proc.wait(30) == 2
     assert "parameter 'cameras': camera 'front': rotation is 45" in proc.output()
 
@@ -120,9 +111,9 @@ def test_a_stalled_or_unplugged_camera_is_named_and_the_arm_keeps_being_driven(
     camera = PipeCamera(tmp_path / 'front.y4m', 64, 48)
     try:
         frames = Frames(node)
-        watch, proc, commands = arm.start_arm(processes, ros, emulator,
-                                              cameras=cameras(camera.path),
-                                              camera_stall_timeout_s=0.5)
+        watch, proc, commands = start_arm(processes, ros, emulator,
+                                          cameras=cameras(camera.path),
+                                          camera_stall_timeout_s=0.5)
         spinner.until(lambda: len(frames.refs) >= 3, 15, 'camera frames')
         assert 'camera' not in watch.message()
 
@@ -134,9 +125,9 @@ def test_a_stalled_or_unplugged_camera_is_named_and_the_arm_keeps_being_driven(
         # The servo loop goes on: fresh joint states, and a command is applied.
         count = len(watch.states)
         spinner.until(lambda: len(watch.states) > count + 10, 5, 'joint_states during stall')
-        rest = arm.at_rest(ros, emulator)
-        measured = {name: arm.radians(name, rest[name]) for name in arm.JOINTS}
-        arm.send(commands, dict(measured, shoulder_pan=measured['shoulder_pan'] + 0.1))
+        rest = at_rest(ros, emulator)
+        measured = {name: radians(name, rest[name]) for name in JOINTS}
+        send(commands, dict(measured, shoulder_pan=measured['shoulder_pan'] + 0.1))
         spinner.until(lambda: watch.applied, 5, 'a command applied during the stall')
 
         camera.resume()

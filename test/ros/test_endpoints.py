@@ -23,15 +23,16 @@ publisher with a fast or plain subscriber delivers them.
 import os
 import re
 
+from core_fixtures import observation_spec
 import numpy as np
 import pytest
 from rclpy.serialization import deserialize_message, serialize_message
 from remote_inference.msg import ActionChunk, SharedImage
 from ros_fixtures import NodeProcess
 from sensor_msgs.msg import Image, JointState
-import test_policy_observation as observation
 
 from remote_inference_py.policy_server.images import InputError
+from remote_inference_py.policy_server.observation import ObservationAssembler
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import endpoints, qos, values
 from remote_inference_py.transport.cdr import (
@@ -128,7 +129,7 @@ def test_fewer_positions_than_names_is_named_by_the_core_the_same_on_both_transp
     messages = []
     for value in (fast, plain):
         with pytest.raises(InputError) as error:
-            observation.ObservationAssembler(observation.spec()).joint_sample(
+            ObservationAssembler(observation_spec()).joint_sample(
                 value.stamp_ns, value.names, value.positions)
         messages.append((error.value.code, str(error.value)))
     assert messages[0] == messages[1] == ('shape', 'joint_states has 6 names but 5 positions')

@@ -24,8 +24,7 @@ never on wall-clock speed.
 import re
 import signal
 
-from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
+from node_fixtures import EXECUTOR, set_double
 from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest
 from ros_fixtures import clean_dead_segments
 from sensor_msgs.msg import JointState
@@ -35,8 +34,6 @@ from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
 
 JOINTS = list(SO101_JOINT_NAMES)
-EXECUTOR = {'deployment': 'test', 'autostart': True, 'refill_seconds': 0.2,
-            'starvation_grace_s': 1.0, 'return_speed_rad_s': 1.0, 'max_step_rad': 0.5}
 CMD = re.compile(r'^CMD t=(\d+) (.*)$', re.M)
 
 
@@ -77,16 +74,6 @@ def commands(arm_proc):
             for t, values in CMD.findall(arm_proc.output())]
 
 
-def set_parameter(ros, node_name, name, value):
-    node, spinner = ros
-    client = node.create_client(SetParameters, f'/{node_name}/set_parameters')
-    request = SetParameters.Request()
-    # Typed exactly as `ros2 param set executor refill_seconds 1.2` sends it.
-    request.parameters = [Parameter(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_DOUBLE, double_value=value))]
-    return spinner.call(client, request).results[0]
-
-
 def test_continuous_motion_then_clean_stop_returns_to_initial_pose(processes, ros, transport):
     node, spinner = ros
     watch, arm, server, executor = start_system(processes, ros, server={'delay_s': 0.05})
@@ -118,7 +105,7 @@ def test_refill_seconds_set_live_changes_the_request_cadence(processes, ros):
     before = len(watch.requests)
     spinner.spin_for(4.0)
     slow = len(watch.requests) - before
-    result = set_parameter(ros, 'executor', 'refill_seconds', 1.3)
+    result = set_double(ros, 'executor', 'refill_seconds', 1.3)
     assert result.successful, result.reason
     spinner.spin_for(0.5)
     before = len(watch.requests)
@@ -134,9 +121,9 @@ def test_invalid_and_read_only_parameters_are_rejected_with_a_reason(processes, 
     node, spinner = ros
     watch, arm, server, executor = start_system(processes, ros)
     spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
-    result = set_parameter(ros, 'executor', 'refill_seconds', -1.0)
+    result = set_double(ros, 'executor', 'refill_seconds', -1.0)
     assert not result.successful and 'refill_seconds' in result.reason
-    result = set_parameter(ros, 'executor', 'fps', 50.0)
+    result = set_double(ros, 'executor', 'fps', 50.0)
     assert not result.successful and 'fps' in result.reason
     assert watch.state() == 'RUNNING'
 

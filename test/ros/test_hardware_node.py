@@ -22,114 +22,20 @@ interface. Deadlines only bound waiting; no assertion is about speed.
 """
 
 import math
-import os
 import signal
 
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
+from node_fixtures import (
+    ArmWatch, at_rest, CALIBRATION, JOINTS, params, radians, send, set_double, start_arm,
+    ticks)
 import numpy as np
 import pytest
-from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
-from remote_inference.msg import HardwareInfo
-from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from remote_inference_py.robot.calibration import Calibration
-from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.testing.emulator import EmulatorProcess
-from remote_inference_py.transport import qos
 
-JOINTS = list(SO101_JOINT_NAMES)
-IDS = {name: index + 1 for index, name in enumerate(JOINTS)}
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__)))),
-                       'config', 'so101_calibration_example.json')
-CALIBRATION = Calibration.load(EXAMPLE)
-# Shaft positions that land mid-range once the node writes the example calibration's homing
-# offsets (present = actual - offset): 2045, 2054, 2013, 2068, 2052, 2581 ticks. Tests list
-# the emulator fixture first so that it outlives the node processes.
-SHAFTS = (850, 3400, 800, 3600, 950, 4000)
 TICK = 2 * math.pi / 4095
-
-
-class Watch:
-    """Collect what the hardware interface publishes."""
-
-    def __init__(self, node):
-        self.states, self.applied, self.info = [], [], []
-        node.create_subscription(JointState, 'joint_states', self.states.append,
-                                 qos.JOINT_STATES)
-        node.create_subscription(JointState, 'applied_command', self.applied.append,
-                                 qos.COMMANDS)
-        node.create_subscription(HardwareInfo, 'hardware/info', self.info.append, qos.LATCHED)
-
-    def state(self):
-        return self.info[-1].state if self.info else ''
-
-    def message(self):
-        return self.info[-1].message if self.info else ''
-
-    def by_name(self, msg=None):
-        msg = msg or self.states[-1]
-        return dict(zip(msg.name, msg.position))
-
-
-@pytest.fixture
-def emulator():
-    with EmulatorProcess(positions=SHAFTS, speed=4000.0) as process:
-        yield process
-
-
-def params(emulator, **overrides):
-    return {'backend': 'feetech', 'port': emulator.port, 'calibration_file': EXAMPLE,
-            'latency_timer_ms': 2.0, 'command_timeout_s': 0.3, **overrides}
-
-
-def start_arm(processes, ros, emulator, **overrides):
-    node, spinner = ros
-    watch = Watch(node)
-    proc = processes.console_script('hardware_interface', node_name='hardware_interface',
-                                    params=params(emulator, **overrides))
-    spinner.until(lambda: watch.state() == 'active' and watch.states, 20, 'an active arm')
-    commands = node.create_publisher(JointState, 'joint_commands', qos.COMMANDS)
-    spinner.until(lambda: commands.get_subscription_count() > 0, 10, 'command subscriber')
-    return watch, proc, commands
-
-
-def ticks(emulator, register='Present_Position'):
-    return {name: emulator.get(motor_id, register) for name, motor_id in IDS.items()}
-
-
-def at_rest(ros, emulator):
-    """Wait until the emulated shafts stop; return their ticks."""
-    node, spinner = ros
-    previous = [None]
-
-    def settled():
-        now = ticks(emulator)
-        done = now == previous[0]
-        previous[0] = now
-        spinner.spin_for(0.05)
-        return now if done else None
-    return spinner.until(settled, 10, 'shafts at rest')
-
-
-def radians(name, tick_value):
-    return CALIBRATION.ticks_to_radians(name, tick_value)
-
-
-def send(commands, positions):
-    names = list(positions)[::-1]   # matched by name, not by order
-    commands.publish(JointState(name=names, position=[positions[n] for n in names]))
-
-
-def set_double(ros, name, value):
-    node, spinner = ros
-    client = node.create_client(SetParameters, '/hardware_interface/set_parameters')
-    request = SetParameters.Request(parameters=[Parameter(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_DOUBLE, double_value=value))])
-    return spinner.call(client, request).results[0]
 
 
 def test_joint_states_are_calibrated_radians_and_commands_reach_the_servos(
@@ -175,12 +81,13 @@ def test_joint_states_are_calibrated_radians_and_commands_reach_the_servos(
         CALIBRATION.radians_to_ticks('elbow_flex', measured['elbow_flex'] + 0.35), abs=1)
 
     # Live: without the relative clamp, a target just beyond the upper limit is clamped to it.
-    result = set_double(ros, 'max_relative_target', 0.0)
+    result = set_double(ros, 'hardware_interface', 'max_relative_target', 0.0)
     assert result.successful, result.reason
     send(commands, dict(measured, shoulder_pan=limits[0][1] + 0.1))
     spinner.until(lambda: len(watch.applied) >= 3, 5, 'third applied_command')
     assert emulator.get(1, 'Goal_Position') == CALIBRATION['shoulder_pan'].range_max
-    assert not set_double(ros, 'publish_rate_hz', 10.0).successful   # structural: read-only
+    # structural: read-only
+    assert not set_double(ros, 'hardware_interface', 'publish_rate_hz', 10.0).successful
     assert proc.stop() == 0
     assert set(ticks(emulator, 'Torque_Enable').values()) == {0}
 
@@ -274,7 +181,7 @@ def test_a_servo_that_stops_answering_faults_the_node(emulator, processes, ros):
 
 def test_lifecycle_without_autostart(emulator, processes, ros):
     node, spinner = ros
-    watch = Watch(node)
+    watch = ArmWatch(node)
     proc = processes.console_script('hardware_interface', node_name='hardware_interface',
                                     params=params(emulator, autostart=False))
     spinner.until(lambda: watch.state() == 'unconfigured', 10, 'unconfigured')

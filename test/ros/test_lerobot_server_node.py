@@ -27,48 +27,22 @@ import os
 import shutil
 
 import lerobot_checkpoints as checkpoints
+from node_fixtures import frame, ManualRobot, READY, Robot
 import numpy as np
 import pytest
 from rclpy.duration import Duration
 from remote_inference.msg import ObservationFeature
+from robot_fixtures import to_policy
 from ros_fixtures import NodeProcess
-from sensor_msgs.msg import Image as ImageMsg, JointState
-from test_policy_server_node import READY, Robot
+from sensor_msgs.msg import Image as ImageMsg
 
 from remote_inference_py.policy_server.lerobot_runtime import SEED_VARIABLE
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
-from remote_inference_py.robot.units import JointConverter
 
 JOINTS = list(SO101_JOINT_NAMES)
 SO101 = 'so101-degrees-gripper-percent-v1'
 TOLERANCE = 1e-3        # policy units: degrees, gripper percent
 TOP = 'observation.images.top'
-
-
-def to_policy(si):
-    return JointConverter(SO101, JOINTS).to_policy(np.asarray(si, np.float64))
-
-
-def frame(seed):
-    return np.random.default_rng(seed).integers(0, 256, (64, 96, 3), dtype=np.uint8)
-
-
-class ManualRobot(Robot):
-    """A robot side that publishes only when told, with the capture stamps it is given."""
-
-    def publish(self):
-        """Publish nothing on the timer."""
-
-    def publish_at(self, stamp, pose, image):
-        joints = JointState(name=list(JOINTS), position=[float(v) for v in pose])
-        joints.header.stamp = stamp.to_msg()
-        msg = ImageMsg(height=image.shape[0], width=image.shape[1], encoding='rgb8',
-                       step=image.shape[1] * 3, data=image.tobytes())
-        msg.header.stamp = stamp.to_msg()
-        for _ in range(2):          # images are best effort; a repeated stamp is stored once
-            self.joint_pub.publish(joints)
-            self.image_pub.publish(msg)
-            self.spinner.spin_for(0.03)
 
 
 def test_an_act_folder_with_its_camera_mapped_by_configuration(processes, ros, tmp_path):
@@ -206,10 +180,7 @@ def test_bad_folders_stop_the_server_with_exit_code_2(tmp_path):
             server.stop()
 
 
-@pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    """Nothing reaches for the Hugging Face Hub, in this process or in the nodes."""
-    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+pytestmark = pytest.mark.usefixtures('offline')   # nothing reaches for the Hugging Face Hub
 
 
 def test_an_act_folder_trained_on_small_frames_serves_a_640x480_camera(processes, ros, tmp_path):

@@ -27,13 +27,13 @@ recorded; they are not compared (see the test). The measured numbers are in the 
 import os
 
 import lerobot_checkpoints as checkpoints
+from node_fixtures import frame, ManualRobot, READY
 import numpy as np
 import pytest
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from remote_inference.msg import ExecutorStatus, InferenceRequest
-from test_lerobot_server_node import frame, ManualRobot, to_policy
-from test_policy_server_node import READY
+from robot_fixtures import to_policy
 
 from remote_inference_py.policy_server.lerobot_runtime import SEED_VARIABLE
 from remote_inference_py.transport import qos
@@ -43,10 +43,7 @@ TOLERANCE = 1e-3        # policy units: degrees, gripper percent
 SEED = 13
 
 
-@pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    """Nothing reaches for the Hugging Face Hub, in this process or in the nodes."""
-    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+pytestmark = pytest.mark.usefixtures('offline')   # nothing reaches for the Hugging Face Hub
 
 
 @pytest.fixture(scope='module')

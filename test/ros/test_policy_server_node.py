@@ -22,23 +22,19 @@ in every format installable here. Assertions are on values, names and counts, ne
 wall-clock speed.
 """
 
-import io
 import os
 import re
 import time
 
+from core_fixtures import jpeg
+import model_fixtures as models
+from node_fixtures import READY, Robot, set_double, stamp_ns
 import numpy as np
-from PIL import Image
 import pytest
-from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
 from rclpy.duration import Duration
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from remote_inference.msg import ActionChunk, InferenceRequest, ObservationFeature
-from remote_inference.srv import Admit, GetCapabilities
+from remote_inference.msg import ActionChunk, InferenceRequest
 from ros_fixtures import NodeProcess
-from sensor_msgs.msg import CompressedImage, Image as ImageMsg, JointState
-import test_policy_models as models
 
 from remote_inference_py.contract.admission import PROTOCOL_VERSION
 from remote_inference_py.policy_server.export import save_pt2
@@ -47,109 +43,6 @@ from remote_inference_py.transport import qos
 
 JOINTS = models.JOINTS
 SO101 = 'so101-degrees-gripper-percent-v1'
-READY = r'Policy server ready: deployment=(\S+) instance=(\w+); awaiting (one client|\d+ clients)'
-
-
-def topic(namespace, name):
-    return f'{namespace}/{name}' if namespace else name
-
-
-class Robot:
-    """The robot side of one namespace, driven from the test node."""
-
-    def __init__(self, ros, namespace='', camera='raw', camera_topic='cameras/front/image_raw'):
-        self.node, self.spinner = ros
-        self.namespace = namespace
-        self.chunks = []
-        self.positions = [0.0] * 6
-        self.joint_names = list(JOINTS)
-        self.frame = None             # raw RGB array, or encoded bytes for compressed
-        self.encoding = 'rgb8'
-        self.node.create_subscription(ActionChunk, topic(namespace, 'policy/chunk'),
-                                      self.chunks.append, qos.CHUNKS)
-        self.request_pub = self.node.create_publisher(
-            InferenceRequest, topic(namespace, 'policy/request'), qos.COMMANDS)
-        self.joint_pub = self.node.create_publisher(
-            JointState, topic(namespace, 'joint_states'), qos.JOINT_STATES)
-        self.camera = camera
-        image_type = CompressedImage if camera == 'compressed' else ImageMsg
-        self.image_pub = self.node.create_publisher(
-            image_type, topic(namespace, camera_topic), qos.IMAGES)
-        self.capabilities_client = self.node.create_client(
-            GetCapabilities, topic(namespace, 'policy/get_capabilities'))
-        self.admit_client = self.node.create_client(Admit, topic(namespace, 'policy/admit'))
-        self.node.create_timer(1 / 30, self.publish)
-
-    def now(self):
-        return self.node.get_clock().now()
-
-    def publish(self):
-        stamp = self.now().to_msg()
-        joints = JointState(name=self.joint_names, position=[float(v) for v in self.positions])
-        joints.header.stamp = stamp
-        self.joint_pub.publish(joints)
-        if self.frame is None:
-            return
-        if self.camera == 'compressed':
-            msg = CompressedImage(format='jpeg', data=self.frame)
-        else:
-            frame = self.frame[:, :, ::-1] if self.encoding == 'bgr8' else self.frame
-            msg = ImageMsg(height=frame.shape[0], width=frame.shape[1], encoding=self.encoding,
-                           step=frame.shape[1] * 3, data=np.ascontiguousarray(frame).tobytes())
-        msg.header.stamp = stamp
-        self.image_pub.publish(msg)
-
-    def capabilities(self):
-        return self.spinner.call(self.capabilities_client, GetCapabilities.Request())
-
-    def admit(self, caps, client_name='/executor', **changes):
-        request = Admit.Request(
-            protocol_version=PROTOCOL_VERSION, client_name=client_name,
-            deployment=caps.deployment, semantics=caps.semantics,
-            action_names=list(caps.action_names), action_rate=caps.action_rate,
-            features=[ObservationFeature(name=f.name, shape=f.shape, dtype=f.dtype,
-                                         kind=f.kind) for f in caps.features],
-            merge_mode='aligned', hardware_position_hold=True,
-            presence_lease_s=caps.presence_lease_s, max_requests_in_flight=1)
-        for name, value in changes.items():
-            setattr(request, name, value)
-        return self.spinner.call(self.admit_client, request)
-
-    def wait_connected(self):
-        self.spinner.until(lambda: self.request_pub.get_subscription_count() > 0
-                           and self.node.count_publishers(
-                               self.node.resolve_topic_name(
-                                   topic(self.namespace, 'policy/chunk'))) > 0,
-                           10, 'request and chunk topics matched')
-
-    def request(self, session_id, request_id, earliest=None):
-        msg = InferenceRequest(session_id=session_id, request_id=request_id, task='pick')
-        msg.header.stamp = self.now().to_msg()
-        msg.earliest_capture_stamp = (earliest or self.now()).to_msg()
-        self.request_pub.publish(msg)
-
-    def answer(self, request_id, timeout=10.0):
-        def find():
-            return next((c for c in self.chunks if c.request_id == request_id), None)
-        return self.spinner.until(find, timeout, f'chunk answering request {request_id}')
-
-
-def set_parameter(ros, name, value):
-    node, spinner = ros
-    client = node.create_client(SetParameters, '/policy_server/set_parameters')
-    request = SetParameters.Request(parameters=[Parameter(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_DOUBLE, double_value=value))])
-    return spinner.call(client, request).results[0]
-
-
-def jpeg(array):
-    buffer = io.BytesIO()
-    Image.fromarray(array).save(buffer, format='JPEG', quality=95)
-    return buffer.getvalue()
-
-
-def stamp_ns(stamp):
-    return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
 def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
@@ -187,7 +80,7 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     # Served: a red object on the right of the image, the arm at a known pose.
     frame = np.zeros((48, 64, 3), np.uint8)
     frame[:, 48:, 0] = 255
-    robot.frame = jpeg(frame)
+    robot.frame = jpeg(frame, quality=95)
     robot.positions = [0.2, -0.3, 0.4, 0.5, 0.0, 0.3]
     robot.wait_connected()
     spinner.spin_for(0.2)
@@ -215,10 +108,10 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     robot.joint_names = JOINTS[:5] + ['jaw']
     spinner.spin_for(0.15)
     robot.joint_names = list(JOINTS)
-    robot.frame = jpeg(np.zeros((24, 32, 3), np.uint8))
+    robot.frame = jpeg(np.zeros((24, 32, 3), np.uint8), quality=95)
     spinner.spin_for(0.15)
     noise = np.random.default_rng(0).integers(0, 255, (48, 64, 3), dtype=np.uint8)
-    good = jpeg(noise)
+    good = jpeg(noise, quality=95)
     robot.frame = good[:good.index(b'\xff\xda') + 60]                  # corrupt JPEG
     spinner.spin_for(0.1)
     robot.request(session, 3)
@@ -231,30 +124,30 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     assert "[size]: image is 32x24 (width x height) but feature 'observation.images.front' " \
         'declares 64x48' in log
     assert "corrupt JPEG for feature 'observation.images.front'" in log
-    robot.frame = jpeg(frame)
+    robot.frame = jpeg(frame, quality=95)
     spinner.spin_for(0.1)
     robot.request(session, 4)
     assert robot.answer(4).error == ''
 
     # extra_compute_s is live and counted as inference time; extra_latency_s holds the answer
     # back after it was computed.
-    result = set_parameter(ros, 'extra_compute_s', 0.3)
+    result = set_double(ros, 'policy_server', 'extra_compute_s', 0.3)
     assert result.successful, result.reason
     robot.request(session, 5)
     assert robot.answer(5).inference_ms >= 300.0
-    assert set_parameter(ros, 'extra_compute_s', 0.0).successful
-    assert set_parameter(ros, 'extra_latency_s', 0.3).successful
+    assert set_double(ros, 'policy_server', 'extra_compute_s', 0.0).successful
+    assert set_double(ros, 'policy_server', 'extra_latency_s', 0.3).successful
     sent = time.monotonic()
     robot.request(session, 6)
     assert robot.answer(6).inference_ms < 300.0
     assert time.monotonic() - sent >= 0.3
-    assert not set_parameter(ros, 'extra_latency_s', -1.0).successful
-    assert set_parameter(ros, 'extra_latency_s', 0.0).successful
+    assert not set_double(ros, 'policy_server', 'extra_latency_s', -1.0).successful
+    assert set_double(ros, 'policy_server', 'extra_latency_s', 0.0).successful
 
     # One client at most; a silent client is released when another needs the slot.
     other = robot.admit(caps, client_name='/other_executor')
     assert not other.success and 'server full: max_clients=1' in other.message
-    assert set_parameter(ros, 'idle_timeout_s', 0.5).successful
+    assert set_double(ros, 'policy_server', 'idle_timeout_s', 0.5).successful
     spinner.spin_for(0.7)
     other = robot.admit(caps, client_name='/other_executor')
     assert other.success, other.message

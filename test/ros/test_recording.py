@@ -17,10 +17,10 @@
 import subprocess
 import time
 
+from node_fixtures import EXECUTOR
 from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest
 from ros_fixtures import INSTALL_LIB
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
-from test_executor_node import EXECUTOR
 
 from remote_inference_py.analysis.bag import read_bag, typestore
 from remote_inference_py.analysis.record import Recorder

@@ -17,11 +17,11 @@
 import os
 import re
 
+from node_fixtures import READY, Robot, stamp_ns
 import numpy as np
 import pytest
 from remote_inference.msg import SharedImage
 from sensor_msgs.msg import CompressedImage, Image
-import test_policy_server_node as server_test
 
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.frame_ring import SHM_DIR
@@ -32,7 +32,7 @@ SERVER = {'deployment': 'demo_test', 'demo_cameras': ['front'], 'demo_image_size
           'observation_wait_s': 0.3}
 
 
-class SharingRobot(server_test.Robot):
+class SharingRobot(Robot):
     """The test robot, its camera published the way the hardware interface does it."""
 
     def __init__(self, ros, directory=SHM_DIR, transport=None):
@@ -62,12 +62,12 @@ def serve(robot, session, request_id, frames=3):
         spinner.spin_for(1 / 30)
     chunk = robot.answer(request_id)
     assert chunk.error == '', chunk.error
-    assert server_test.stamp_ns(chunk.header.stamp) >= earliest.nanoseconds
+    assert stamp_ns(chunk.header.stamp) >= earliest.nanoseconds
     return np.asarray(chunk.positions).reshape(50, 6)
 
 
 def admitted(server, robot):
-    server.wait_for_output(server_test.READY, 20, robot.spinner)
+    server.wait_for_output(READY, 20, robot.spinner)
     admission = robot.admit(robot.capabilities())
     assert admission.success
     robot.positions = [0.2, -0.3, 0.4, 0.5, 0.0, 0.3]
@@ -200,7 +200,7 @@ class CompressingRobot(SharingRobot):
     """The test robot, its camera also offering JPEG frames as the hardware interface does."""
 
     def __init__(self, ros):
-        server_test.Robot.__init__(self, ros, camera='raw')
+        Robot.__init__(self, ros, camera='raw')
         self.node.destroy_publisher(self.image_pub)
         self.camera_pub = ImagePublisher(self.node, TOPIC, qos.IMAGES, True, 'front',
                                          jpeg_quality=90)

@@ -20,6 +20,7 @@ to it over DDS; rendering stays small (64x64 at 5 Hz) to keep them quick. No ass
 about speed.
 """
 
+from core_fixtures import FakeClock
 from geometry_msgs.msg import PoseStamped
 import numpy as np
 import pytest
@@ -37,14 +38,6 @@ JOINTS = list(SO101_JOINT_NAMES)
 POSE = [0.4, 0.3, -0.3, 0.2, 0.5, 0.8]   # [rad], low gravity load, inside every limit
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
-
-
 def run_for(sim, clock, seconds, step=0.02):
     for _ in range(int(round(seconds / step))):
         clock.now += step
@@ -53,7 +46,7 @@ def run_for(sim, clock, seconds, step=0.02):
 
 @pytest.fixture(scope='module')
 def headless():
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     sim = So101Sim(SimConfig(joint_names=tuple(JOINTS), render=False), clock=clock)
     sim.start()
     yield sim, clock

@@ -23,12 +23,12 @@ import pathlib
 import subprocess
 
 from camera_sources import PipeCamera
+from node_fixtures import cameras
 from PIL import Image
 from remote_inference.msg import ExecutorStatus, HardwareInfo
+from robot_fixtures import EXAMPLE
 from ros_fixtures import INSTALL_LIB
 from sensor_msgs.msg import JointState
-from test_camera_node import cameras
-from test_hardware_node import emulator, EXAMPLE  # noqa: F401 - the fixture
 
 from remote_inference_py import bringup
 from remote_inference_py.analysis.bag import read_bag
@@ -39,7 +39,7 @@ CONFIG = ROOT / 'config' / 'so101_feetech.yaml'
 
 
 def test_a_camera_policy_runs_on_the_real_arm_config_and_a_stalled_camera_faults_cleanly(
-        emulator, processes, ros, tmp_path):  # noqa: F811 - the fixture
+        emulator, processes, ros, tmp_path):
     node, spinner = ros
     camera = PipeCamera(tmp_path / 'front.y4m', 64, 48)
     statuses, states, infos = [], [], []

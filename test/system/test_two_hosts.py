@@ -34,10 +34,8 @@ import time
 import uuid
 
 from camera_sources import write_video
+from node_fixtures import cameras, params
 import pytest
-import test_camera_node as camera_node
-import test_hardware_node as arm
-from test_hardware_node import emulator  # noqa: F401 - the fixture
 
 
 def ip(*args):
@@ -156,7 +154,7 @@ def test_arm_moves_across_the_link_and_faults_cleanly_when_it_is_cut(
 
 
 def test_a_camera_policy_on_the_server_host_gets_jpeg_frames_across_the_link(
-        two_hosts, emulator, processes, tmp_path):  # noqa: F811 - the fixture
+        two_hosts, emulator, processes, tmp_path):
     # The robot host: servos through the bus emulator, a camera OpenCV reads from a video
     # file. The server host: the demo policy looking at that camera. Only JPEG crosses.
     env = udp_only_env(tmp_path)
@@ -172,7 +170,7 @@ def test_a_camera_policy_on_the_server_host_gets_jpeg_frames_across_the_link(
                 'semantics': 'si-radians-v1'})
     hardware = processes.console_script(
         'hardware_interface', node_name='hardware_interface', prefix=on('robot'), env=env,
-        params=arm.params(emulator, latency_timer_ms=16.0, cameras=camera_node.cameras(
+        params=params(emulator, latency_timer_ms=16.0, cameras=cameras(
             video, 160, 120)))
     printer = processes.peer('status_printer.py', prefix=on('robot'), env=env)
     processes.console_script(

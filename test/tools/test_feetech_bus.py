@@ -18,10 +18,8 @@ Every test starts its own emulator subprocess on a pseudo-terminal (EmulatorProc
 stops it at the end. Deadlines below only bound polling loops; no test asserts speed.
 """
 
-import os
-import time
-
 import pytest
+from robot_fixtures import EXAMPLE, wait_for
 import scservo_sdk as scs
 
 from remote_inference_py.hardware.feetech import (
@@ -33,9 +31,6 @@ from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.testing.emulator import (
     build_packet, BusEmulator, EmulatedServo, EmulatorError, EmulatorProcess, PacketParser)
 
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__)))),
-                       'config', 'so101_calibration_example.json')
 IDS = {name: index + 1 for index, name in enumerate(SO101_JOINT_NAMES)}
 
 
@@ -55,16 +50,6 @@ def bus(emulator):
             bus.disconnect()
         except FeetechError:
             pass
-
-
-def wait_for(condition, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.01)
-    return condition()
 
 
 # The emulator itself, byte by byte (in-process, no tty).

@@ -19,11 +19,11 @@ driven with its own thread as in the node. Deadlines only bound waiting.
 """
 
 import logging
-import os
 import time
 
 import numpy as np
 import pytest
+from robot_fixtures import EXAMPLE, wait_for
 
 from remote_inference_py.hardware import feetech
 from remote_inference_py.hardware.backend import (
@@ -41,20 +41,7 @@ from remote_inference_py.testing.emulator import EmulatorProcess
 
 JOINTS = tuple(SO101_JOINT_NAMES)
 IDS = (1, 2, 3, 4, 5, 6)
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__)))),
-                       'config', 'so101_calibration_example.json')
 LOGGER = logging.getLogger('test_hardware_backend')
-
-
-def wait_for(condition, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.01)
-    return condition()
 
 
 def bus(port, **kwargs):

@@ -26,11 +26,12 @@ name at load, before any robot is admitted.
 import json
 import shutil
 
+from core_fixtures import admit, serve_one
 import lerobot_0_6_files as files
 import lerobot_checkpoints as checkpoints
 import numpy as np
 import pytest
-from test_policy_core import admit, serve_one
+from robot_fixtures import to_policy
 
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import PolicyServerCore, Request
@@ -41,7 +42,6 @@ from remote_inference_py.policy_server.lerobot_runtime import SEED_VARIABLE
 from remote_inference_py.policy_server.loading import load_runtime
 from remote_inference_py.policy_server.runtimes import RuntimeLoadError, RuntimeOptions
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
-from remote_inference_py.robot.units import JointConverter
 
 JOINTS = list(SO101_JOINT_NAMES)
 SO101 = 'so101-degrees-gripper-percent-v1'
@@ -62,10 +62,6 @@ def folders(tmp_path_factory):
     return {('act', '0.4'): act, ('act', '0.6'): checkpoints.as_lerobot_0_6(act, root / 'act6'),
             ('diffusion', '0.4'): diffusion,
             ('diffusion', '0.6'): checkpoints.as_lerobot_0_6(diffusion, root / 'diffusion6')}
-
-
-def to_policy(si):
-    return JointConverter(SO101, JOINTS).to_policy(np.asarray(si, np.float64))
 
 
 def observation(seed, cameras):

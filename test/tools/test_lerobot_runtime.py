@@ -29,10 +29,11 @@ import shutil
 import subprocess
 import sys
 
+from core_fixtures import admit, serve_one
 import lerobot_checkpoints as checkpoints
 import numpy as np
 import pytest
-from test_policy_core import admit, serve_one
+from robot_fixtures import to_policy
 
 from remote_inference_py.policy_server import lerobot_runtime
 from remote_inference_py.policy_server.config import ServerConfig
@@ -44,7 +45,6 @@ from remote_inference_py.policy_server.lerobot_runtime import (
 from remote_inference_py.policy_server.loading import load_runtime
 from remote_inference_py.policy_server.runtimes import RuntimeLoadError, RuntimeOptions
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
-from remote_inference_py.robot.units import JointConverter
 
 JOINTS = list(SO101_JOINT_NAMES)
 SO101 = 'so101-degrees-gripper-percent-v1'
@@ -67,10 +67,6 @@ def observation(seed):
     pose = rng.uniform(-0.6, 0.6, 6)
     pose[5] = rng.uniform(0.0, 1.0)
     return pose, rng.integers(0, 256, (64, 96, 3), dtype=np.uint8)
-
-
-def to_policy(si):
-    return JointConverter(SO101, JOINTS).to_policy(np.asarray(si, np.float64))
 
 
 def serve(runtime, observations):

@@ -40,10 +40,11 @@ import os
 import shutil
 import time
 
+from core_fixtures import serve_one
 import lerobot_checkpoints as checkpoints
 import numpy as np
 import pytest
-from test_policy_core import serve_one
+from robot_fixtures import to_policy
 
 from remote_inference_py.contract.admission import AdmitRequest
 from remote_inference_py.policy_server.config import ServerConfig
@@ -54,7 +55,6 @@ from remote_inference_py.policy_server.loading import load_runtime
 from remote_inference_py.policy_server.runtimes import (
     Prefix, RuntimeLoadError, RuntimeOptions, warm_up)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
-from remote_inference_py.robot.units import JointConverter
 
 JOINTS = list(SO101_JOINT_NAMES)
 SO101 = 'so101-degrees-gripper-percent-v1'
@@ -80,9 +80,7 @@ def runtime(folder):
         os.environ.pop(SEED_VARIABLE, None)
 
 
-@pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+pytestmark = pytest.mark.usefixtures('offline')   # nothing reaches for the Hugging Face Hub
 
 
 def observation(seed):
@@ -90,10 +88,6 @@ def observation(seed):
     pose = rng.uniform(-0.5, 0.5, 6)
     pose[5] = rng.uniform(0.0, 1.0)
     return pose, rng.integers(0, 256, (64, 96, 3), dtype=np.uint8)
-
-
-def to_policy(si):
-    return JointConverter(SO101, JOINTS).to_policy(np.asarray(si, np.float64))
 
 
 def serve(runtime, sample, task, merge_mode='aligned'):

@@ -18,9 +18,9 @@ import json
 import struct
 import sys
 
+import model_fixtures as models
 import numpy as np
 import pytest
-import test_policy_models as models
 
 from remote_inference_py.policy_server.export import (
     find_stats, main, manifest_from_lerobot, read_safetensors, save_torchscript)

@@ -15,10 +15,10 @@
 """
 Small real torch policies with random weights, and the reference computation of a chunk.
 
-Shared by the runtime tests and the node tests (imported as ``test_policy_models``; it holds
-no tests itself). :func:`expected_chunk` recomputes a chunk from raw joint positions and an
-RGB frame with torch, Pillow and the semantics registry directly, independently of the
-server's preprocessing code, so a node test can compare what the server published.
+Shared by the runtime tests and the node tests. :func:`expected_chunk` recomputes a chunk from
+raw joint positions and an RGB frame with torch, Pillow and the semantics registry directly,
+independently of the server's preprocessing code, so a node test can compare what the server
+published.
 """
 
 import json
@@ -63,7 +63,7 @@ class TinyPolicy(torch.nn.Module):
 
 
 def manifest(steps: int = STEPS, max_batch_size: int = 1, model_image=MODEL_IMAGE):
-    """Return the manifest (plain data) describing TinyPolicy."""
+    """Return the plain-data manifest describing TinyPolicy."""
     names = [f'{joint}.pos' for joint in JOINTS]
     return {
         'format_version': 1, 'policy': 'tiny', 'semantics': SEMANTICS, 'fps': 30.0,
