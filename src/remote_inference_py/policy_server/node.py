@@ -269,7 +269,7 @@ class PolicyServerNode(Node):
 
     def _log_conversions(self, robot):
         """Say once how frames of a new size or encoding are resized or converted."""
-        for text in self.core.assembler.take_notes():
+        for text in self.scheduler.take_notes():
             self.get_logger().info(f'{robot + "/" if robot else ""}{text}')
 
     def on_pose(self, robot, feature, msg):

@@ -112,6 +112,11 @@ class Scheduler:
         """Store an image sample (RawImage or CompressedImage), as on_joint_states."""
         return self._sample(self.core.on_image, robot, feature, stamp_ns, image)
 
+    def take_notes(self) -> List[str]:
+        """Return the frame conversions and resizes not yet announced (for the node's log)."""
+        with self._cond:
+            return self.core.assembler.take_notes()
+
     def on_privileged(self, robot: str, feature: str, stamp_ns: int,
                       values: Sequence[float]) -> Optional[InputError]:
         """Store a privileged vector, as on_joint_states."""
