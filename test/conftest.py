@@ -32,7 +32,18 @@ ROOT = TEST_DIR.parent
 # never from another test module.
 sys.path[:0] = [str(TEST_DIR), str(TEST_DIR / 'peers')]
 
-os.environ['ROS_DOMAIN_ID'] = os.environ.get('RI_TEST_DOMAIN_ID', str(1 + os.getpid() % 200))
+# Under pytest-xdist (./run test runs the whole suite on 2 workers), the controller picks a
+# block of domains for the run and each worker takes its own: gw0 the first, gw1 the next.
+WORKER = os.environ.get('PYTEST_XDIST_WORKER')   # 'gw0', 'gw1', ... in a worker, else None
+if 'RI_TEST_DOMAIN_BASE' not in os.environ:
+    os.environ['RI_TEST_DOMAIN_BASE'] = str(1 + 4 * (os.getpid() % 50))
+os.environ['ROS_DOMAIN_ID'] = os.environ.get(
+    'RI_TEST_DOMAIN_ID',
+    str(int(os.environ['RI_TEST_DOMAIN_BASE']) + (int(WORKER[2:]) % 4 if WORKER else 0)))
+# The shared-memory leak check compares /dev/shm before and after a test. It is exact in a
+# serial run and in a worker with a /dev/shm of its own (test/xdist_worker); in a worker that
+# shares /dev/shm with another, the other worker's killed processes would count, so it is off.
+LEAK_CHECK = WORKER is None or os.environ.get('RI_PRIVATE_SHM') == '1'
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = str(ROOT / 'config' / 'fastdds_shm.xml')
 os.environ.pop('ROS_STATIC_PEERS', None)
@@ -107,6 +118,33 @@ def ros(ros_context, request):
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """
+    With RI_TEST_COST_LOG=FILE, append each test's wall time and CPU time to FILE.
+
+    CPU counts the test process and every process it started and reaped (node processes,
+    benchmarks), set-up and teardown included: the suite's budget is 2 cores, so CPU is what
+    two workers share, and a test's wall time on a loaded machine says little.
+    """
+    path = os.environ.get('RI_TEST_COST_LOG')
+    if not path:
+        yield
+        return
+    import resource
+    import time
+
+    def cpu():
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    began, spent = time.monotonic(), cpu()
+    yield
+    with open(path, 'a') as log:
+        log.write(f'{time.monotonic() - began:.2f}\t{cpu() - spent:.2f}\t{item.nodeid}\n')
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Remember each phase's report on the test item (the processes fixture reads it)."""
     outcome = yield
@@ -140,6 +178,11 @@ def processes(tmp_path, ros, request):
             print(f'----- {proc.log_path.name} (last 60 lines) -----')
             print('\n'.join(proc.output().splitlines()[-60:]))
     failures = []
+    # All at once, as `ros2 launch` stops its nodes on Ctrl+C: the hardware interface then
+    # applies the executor's way home until the commands stop (shutdown_grace_s), instead of
+    # waiting out its whole grace for an executor that has not been told to stop yet.
+    for proc in started:
+        proc.interrupt()
     for proc in started:
         try:
             proc.stop()
@@ -148,7 +191,7 @@ def processes(tmp_path, ros, request):
     # A segment whose owner exited without removing it is a leak (segments of processes
     # that are still alive, e.g. other test runs on this machine, are not).
     leaked = dead_segments() - before
-    if leaked:
+    if leaked and LEAK_CHECK:
         failures.append(f'shared-memory segments left behind by dead processes: '
                         f'{sorted(leaked)}')
     if failures:

@@ -55,6 +55,7 @@ class NodeProcess:
         self.argv = [str(a) for a in argv]
         self.log_path = pathlib.Path(log_path)
         self._log = open(self.log_path, 'wb')
+        self._interrupted = False
         self.proc = subprocess.Popen(
             self.argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env=env if env is not None else os.environ.copy(), start_new_session=True)
@@ -142,15 +143,22 @@ class NodeProcess:
             raise AssertionError(f'{self.argv[0]} still running after {timeout} s:\n'
                                  f'{self.output()}') from None
 
+    def interrupt(self):
+        """Send SIGINT once (as Ctrl+C does), without waiting; :meth:`stop` then waits."""
+        if self.proc.poll() is None and not self._interrupted:
+            self.proc.send_signal(signal.SIGINT)
+            self._interrupted = True
+
     def stop(self, timeout=20.0, spinner=None):
         """
-        Send SIGINT and wait for a clean exit; return the exit code (kill after timeout).
+        Send SIGINT (unless :meth:`interrupt` did) and wait for a clean exit; return the exit
+        code (kill after timeout).
 
         With a spinner, the test's own node keeps processing messages while waiting (a
         recorder in the test process must not miss the shutdown).
         """
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+            self.interrupt()
             if spinner is not None:
                 try:
                     spinner.until(lambda: self.proc.poll() is not None, timeout,

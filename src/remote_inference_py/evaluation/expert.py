@@ -122,10 +122,10 @@ class ArmKinematics:
     def __init__(self):
         """Compile the sim's scene once (about 0.3 s) and find the joints and the site."""
         import mujoco
-        from remote_inference_py.hardware.sim import build_spec, import_scene_module
+        from remote_inference_py.hardware.sim import compile_scene, import_scene_module
         grasp_point_offset = import_scene_module('mujoco_env').grasp_point_offset
         self._mujoco = mujoco
-        self.model = build_spec().compile()
+        self.model = compile_scene()
         self.data = mujoco.MjData(self.model)
         model = self.model
         self.site = model.site(SITE).id

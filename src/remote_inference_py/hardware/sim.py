@@ -217,6 +217,82 @@ def build_spec(path: Optional[str] = None):
     return spec
 
 
+COMPILED_CACHE_ENV = 'RI_SIM_CACHE'
+"""A folder for compiled scenes, or ``off``; default ``$XDG_CACHE_HOME/remote_inference/mujoco``."""
+COMPILED_CACHE_KEEP = 4
+
+
+def compiled_cache_dir() -> Optional[str]:
+    """Where compiled scenes are kept (None: the cache is off)."""
+    chosen = os.environ.get(COMPILED_CACHE_ENV, '')
+    if chosen.lower() == 'off':
+        return None
+    if chosen:
+        return chosen
+    base = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
+    return os.path.join(base, 'remote_inference', 'mujoco')
+
+
+def compiled_key(path: str) -> str:
+    """
+    Name the compiled scene by everything that decides it.
+
+    MuJoCo's version, this module's source (build_spec and its constants live here) and every
+    file of the scene's folder (the MJCF and its meshes: name, size, modification time).
+    """
+    import hashlib
+    mujoco = _mujoco()
+    digest = hashlib.sha256()
+    digest.update(mujoco.__version__.encode())
+    with open(__file__, 'rb') as source:
+        digest.update(source.read())
+    folder = os.path.dirname(os.path.abspath(path))
+    digest.update(path.encode())
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            stat = os.stat(os.path.join(root, name))
+            digest.update(f'{os.path.join(root, name)} {stat.st_size} {stat.st_mtime_ns}\n'
+                          .encode())
+    return digest.hexdigest()[:20]
+
+
+def compile_scene(path: Optional[str] = None):
+    """
+    Return the compiled pick scene (:func:`build_spec`), from the compiled-scene cache.
+
+    Compiling processes the arm's meshes (about 1 s of CPU, several on a loaded machine); the
+    compiled model, saved in MuJoCo's binary format, loads in a tenth of that. The first start
+    on a machine compiles and saves; a cache file that cannot be read is compiled again and
+    replaced, and a folder that cannot be written only costs the compile. Only the newest
+    few files are kept.
+    """
+    mujoco = _mujoco()
+    path = path or scene_path()
+    folder = compiled_cache_dir()
+    cached = None
+    if folder is not None:
+        cached = os.path.join(folder, f'so101-{compiled_key(path)}.mjb')
+        try:
+            return mujoco.MjModel.from_binary_path(cached)
+        except Exception:  # noqa: B902 - missing or unreadable: compile it (below)
+            pass
+    model = build_spec(path).compile()
+    if cached is not None:
+        try:
+            os.makedirs(folder, exist_ok=True)
+            partial = f'{cached}.{os.getpid()}.part'
+            mujoco.mj_saveModel(model, partial, None)
+            os.replace(partial, cached)   # atomic: a reader sees the whole file or none
+            kept = sorted((entry for entry in os.scandir(folder) if entry.name.endswith('.mjb')),
+                          key=lambda entry: entry.stat().st_mtime, reverse=True)
+            for entry in kept[COMPILED_CACHE_KEEP:]:
+                os.unlink(entry.path)
+        except OSError:
+            pass
+    return model
+
+
 def _is_free_body(body, mujoco) -> bool:
     return any(joint.type == mujoco.mjtJoint.mjJNT_FREE for joint in body.joints)
 
@@ -319,8 +395,7 @@ class So101Sim:
         self._lock = threading.Lock()
         try:
             self._spec_path = scene_path()
-            spec = build_spec(self._spec_path)
-            self.model = spec.compile()
+            self.model = compile_scene(self._spec_path)
             enable_jaw_pads(self.model)
         except SimError:
             raise
