@@ -151,8 +151,9 @@ class NodeProcess:
 
     def stop(self, timeout=20.0, spinner=None):
         """
-        Send SIGINT (unless :meth:`interrupt` did) and wait for a clean exit; return the exit
-        code (kill after timeout).
+        Send SIGINT (unless :meth:`interrupt` did) and wait for a clean exit.
+
+        Returns the exit code; kills the process after ``timeout``.
 
         With a spinner, the test's own node keeps processing messages while waiting (a
         recorder in the test process must not miss the shutdown).

@@ -218,7 +218,7 @@ def build_spec(path: Optional[str] = None):
 
 
 COMPILED_CACHE_ENV = 'RI_SIM_CACHE'
-"""A folder for compiled scenes, or ``off``; default ``$XDG_CACHE_HOME/remote_inference/mujoco``."""
+"""A folder for compiled scenes, or ``off``; default: ``~/.cache/remote_inference/mujoco``."""
 COMPILED_CACHE_KEEP = 4
 
 
