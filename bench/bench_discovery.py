@@ -15,8 +15,9 @@
 """
 What discovery costs as the graph grows: simple discovery vs a Fast DDS discovery server.
 
-N light participants (``bench/discovery_standin.py``: one node each, 13 publishers and 13
-subscriptions like a robot's or a server's, paired robot/server, no data sent), each alone in
+N light participants (``bench/discovery_standin.py``: one node each, 7 publishers and 7
+subscriptions of its own beside rclpy's parameter services, ``/rosout`` and
+``/parameter_events``, paired robot/server, no data sent), each alone in
 its own network namespace ("host") on one switch (``remote_inference_py.testing.netns``), UDP
 only. With ``server``, one more host runs the discovery server
 (``ros2 run remote_inference discovery_server``, the shipped profile) and every participant is
@@ -211,7 +212,7 @@ def main(argv=None):
                         help='steady-state traffic window once all are discovered [s]')
     parser.add_argument('--timeout-s', type=float, default=180.0)
     parser.add_argument('--no-write', action='store_true')
-    options = smoke.parse_args(parser, argv, sizes=[4], window_s=1.0, timeout_s=90.0,
+    options = smoke.parse_args(parser, argv, sizes=[4], window_s=1.0, timeout_s=300.0,
                                modes=['simple', 'server'])
     if any(size < 2 or size % 2 for size in options.sizes):
         parser.error(f'--sizes must be even numbers of at least 2, not {options.sizes}')
@@ -231,7 +232,8 @@ def main(argv=None):
             print('\n'.join(table(rows[-1:])), flush=True)
     notes = [f'{time.strftime("%Y-%m-%d")}, {platform.node()}, {os.cpu_count()} cores, '
              f'Python {platform.python_version()}; each participant a Python process with one '
-             'node of 13 publishers and 13 subscriptions, alone on its host (network '
+             "node of 7 publishers and 7 subscriptions (plus rclpy's parameter services, "
+             '/rosout, /parameter_events), alone on its host (network '
              'namespace), UDP only; "server": every participant a client of one Fast DDS '
              'discovery server on a host of its own (lease 2 s, announced every 0.5 s; '
              '"server-20s": Fast DDS\'s default lease, 20 s announced every 3 s). '

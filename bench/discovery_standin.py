@@ -15,8 +15,9 @@
 """
 One light participant of the discovery benchmark: ``python bench/discovery_standin.py INDEX N``.
 
-A node ``/p<INDEX>/standin`` with the endpoint count of a robot or a server (``--topics``
-publishers and as many subscriptions on topics of its own), paired with one other participant
+A node ``/p<INDEX>/standin`` with about the endpoint count of one of our nodes (``--topics``
+publishers and as many subscriptions on topics of its own, beside rclpy's parameter services,
+``/rosout`` and ``/parameter_events``), paired with one other participant
 (0 with 1, 2 with 3, ...): the even one publishes ``/pair<k>/observation`` and subscribes to
 ``/pair<k>/chunk``, the odd one the reverse, like a robot and its policy server. No data is
 sent: every byte on the wire is discovery and liveliness.
