@@ -22,6 +22,8 @@ and the tests); this file only maps it onto launch actions. Examples::
     ros2 launch remote_inference bringup.launch.py backend:=feetech port:=/dev/ttyACM0
     ros2 launch remote_inference bringup.launch.py side:=server checkpoint:=/models/act.pt2
     ros2 launch remote_inference bringup.launch.py side:=robot record:=true bag_dir:=run1
+    ros2 launch remote_inference bringup.launch.py discovery_server:=start      # + a server
+    ros2 launch remote_inference bringup.launch.py side:=robot discovery_server:=10.0.0.5:11811
     ros2 launch remote_inference bringup.launch.py backend:=feetech side:=robot \
         cameras:="{front: {type: opencv, index_or_path: /dev/video0, width: 640, height: 480,
                   fps: 30}}"
@@ -30,19 +32,22 @@ and the tests); this file only maps it onto launch actions. Examples::
 import os
 import time
 
-from ament_index_python.packages import get_package_share_directory
+from ament_index_python.packages import get_package_prefix, get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import (
     DeclareLaunchArgument,
+    ExecuteProcess,
     LogInfo,
     OpaqueFunction,
     SetEnvironmentVariable,
+    UnsetEnvironmentVariable,
 )
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 from remote_inference_py import bringup
+from remote_inference_py.common import discovery
 from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
 
 ARGUMENTS = (
@@ -67,6 +72,11 @@ ARGUMENTS = (
                             'empty: compressed with side:=server, else the config value.'),
     ('record_images', 'false', 'true: record:=true also records every camera as JPEG '
                                '(cameras/<name>/image_raw/compressed).'),
+    ('discovery_server', '', 'How nodes discover each other: empty: as the environment says '
+                             '(ROS_DISCOVERY_SERVER or simple discovery); off: simple '
+                             'discovery; start or start:PORT: start a Fast DDS discovery '
+                             'server here (port 11811) and use it; HOST:PORT[;HOST:PORT]: use '
+                             'running server(s). The ros2 CLI then needs ROS_SUPER_CLIENT=TRUE.'),
     ('log_level', 'info', 'Log level of every node (debug shows per-request details).'),
 )
 
@@ -84,7 +94,7 @@ def _launch_setup(context):
         bag_dir=values['bag_dir'] or time.strftime('remote_inference_%Y%m%d_%H%M%S'),
         cameras=values['cameras'], image_transport=values['image_transport'],
         record_images=record_images)
-    actions = []
+    actions = _discovery_actions(values['discovery_server'])
     if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ:
         profile = 'fastdds_shm.xml' if values['side'] == 'both' else 'fastdds_lan.xml'
         actions.append(SetEnvironmentVariable('FASTDDS_DEFAULT_PROFILES_FILE',
@@ -105,6 +115,25 @@ def _launch_setup(context):
             # the executor returns the arm first, so escalation waits.
             additional_env={STOP_WITH_PARENT_ENV: str(os.getpid())},
             sigterm_timeout='15', sigkill_timeout='20'))
+    return actions
+
+
+def _discovery_actions(value):
+    """Point the nodes at the discovery server(s) asked for, starting one if asked."""
+    choice = discovery.parse(value)   # a ValueError naming the bad value stops the launch
+    client = choice.client_value()
+    if client is None:
+        return []
+    if client == '':
+        return [UnsetEnvironmentVariable(discovery.ENV)]
+    actions = [SetEnvironmentVariable(discovery.ENV, client),
+               LogInfo(msg=f'discovery through the Fast DDS discovery server at {client}')]
+    if choice.mode == 'start':
+        script = os.path.join(get_package_prefix('remote_inference'), 'lib', 'remote_inference',
+                              'discovery_server')
+        actions.append(ExecuteProcess(
+            cmd=[script, '--port', str(choice.port)], name='discovery_server', output='screen',
+            additional_env={STOP_WITH_PARENT_ENV: str(os.getpid())}))
     return actions
 
 

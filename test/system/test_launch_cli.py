@@ -291,6 +291,7 @@ def test_server_and_robot_sides_as_two_launches(ros, launch_factory):
     (['checkpoint:=/nonexistent/act.pt2'], "checkpoint '/nonexistent/act.pt2' does not exist"),
     (['backend:=feetech', 'port:=/dev/ttyNOPE'], "serial port '/dev/ttyNOPE' does not exist"),
     (['record:=true', 'bag_dir:=/'], "bag_dir '/' exists already"),
+    (['discovery_server:=10.0.0.5'], "discovery_server '10.0.0.5': '10.0.0.5' is not HOST:PORT"),
 ])
 def test_a_bad_argument_stops_the_launch_before_any_node_starts(launch_factory, args, named):
     launch = launch_factory(*args)
