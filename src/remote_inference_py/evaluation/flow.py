@@ -46,7 +46,10 @@ on 2 CPU threads.
 **Export** (:func:`export_flow`): ``model.pt2`` (torch.export, dynamic batch up to
 ``max_batch_size``) and ``model.json``: :func:`.learned.learned_spec_dict`'s manifest with
 ``policy: flow_matching``, the action normalization above and the ``sampler`` section
-(:mod:`~remote_inference_py.policy_server.sampler`).
+(:mod:`~remote_inference_py.policy_server.sampler`); and the same network split in two,
+``model.encoder.pt2`` (state, image -> encoding: the keypoints and the state) and
+``model.head.pt2`` (x_t, t, encoding -> v), named in the manifest's ``split`` section, so the
+sampler encodes the image once per chunk, not at every Euler step.
 
 ``python -m remote_inference_py.evaluation.flow --dataset DATASET --out DIR --epochs N``
 (console script ``train_flow_policy``); then ``evaluate --policy DIR/model.pt2``. ``--init
@@ -149,10 +152,19 @@ def make_flow_model(mean: np.ndarray, std: np.ndarray, chunk_length: int = CHUNK
             predicted = self.head(inputs).reshape(-1, self.chunk_length, self.joints)
             return anchor + predicted
 
-        def forward(self, x_t, t, state, image):
-            clean = self.predict_clean(x_t, t, state, self.features(image))
+        def encode(self, state, image):
+            """Return the encoding the velocity head reads: [keypoints, state] [B, 2K + J]."""
+            return torch.cat([self.features(image), state], dim=1)
+
+        def head_velocity(self, x_t, t, encoding):
+            """Return the velocity from an encoding made by :meth:`encode`."""
+            points, state = encoding[:, :-self.joints], encoding[:, -self.joints:]
+            clean = self.predict_clean(x_t, t, state, points)
             remaining = torch.clamp(1.0 - t, min=MIN_REMAINING_TIME)[:, None, None]
             return (clean - x_t) / remaining
+
+        def forward(self, x_t, t, state, image):
+            return self.head_velocity(x_t, t, self.encode(state, image))
 
     return FlowPolicy()
 
@@ -239,8 +251,14 @@ def _frozen_keypoints(model, source: pathlib.Path, frames: np.ndarray):
 
 def export_flow(model, image_size: Sequence[int], mean: np.ndarray, std: np.ndarray,
                 out_dir: pathlib.Path, sampler: SamplerSettings = SamplerSettings(),
-                max_batch_size: int = 4) -> pathlib.Path:
-    """Write ``model.pt2`` (the velocity field) and ``model.json`` to ``out_dir``."""
+                max_batch_size: int = 4, split: bool = True) -> pathlib.Path:
+    """Write ``model.pt2`` (the velocity field) and ``model.json`` to ``out_dir``.
+
+    With ``split`` (the default) also the same network in two parts, ``model.encoder.pt2``
+    (``encoding = encoder(state, image)``) and ``model.head.pt2`` (``v = head(x_t, t,
+    encoding)``), named in the manifest's ``split`` section, so the sampler encodes the image
+    once per chunk instead of at every Euler step.
+    """
     import torch
     from remote_inference_py.policy_server.manifest import spec_from_dict
     from remote_inference_py.policy_server.runtimes import zero_inputs
@@ -251,16 +269,62 @@ def export_flow(model, image_size: Sequence[int], mean: np.ndarray, std: np.ndar
     path = out_dir / MODEL_FILE
     batch = 2 if max_batch_size > 1 else 1
     features = tuple(torch.from_numpy(v) for v in zero_inputs(spec, batch).values())
-    inputs = (torch.zeros(batch, spec.chunk_length, len(spec.action_names)),
-              torch.full((batch,), 0.5)) + features
-    dynamic = None
-    if batch > 1:
-        dim = torch.export.Dim('batch', min=1, max=max_batch_size)
-        dynamic = tuple({0: dim} for _ in inputs)
-    program = torch.export.export(model.eval(), inputs, dynamic_shapes=dynamic, strict=False)
-    torch.export.save(program, str(path))
+    leading = (torch.zeros(batch, spec.chunk_length, len(spec.action_names)),
+               torch.full((batch,), 0.5))
+    model = model.eval()
+    dim = torch.export.Dim('batch', min=1, max=max_batch_size) if batch > 1 else None
+
+    def save(module, inputs, target: pathlib.Path):
+        dynamic = tuple({0: dim} for _ in inputs) if dim is not None else None
+        program = torch.export.export(module, inputs, dynamic_shapes=dynamic, strict=False)
+        torch.export.save(program, str(target))
+
+    save(model, leading + features, path)
+    if split:
+        encoder, head = _split_modules(model)
+        with torch.no_grad():
+            encoding = encoder(*features)
+        names = {'encoder': path.stem + '.encoder.pt2', 'head': path.stem + '.head.pt2'}
+        save(encoder, features, out_dir / names['encoder'])
+        save(head, leading + (encoding,), out_dir / names['head'])
+        data['split'] = names
     path.with_suffix('.json').write_text(json.dumps(data, indent=2) + '\n')
     return path
+
+
+def _split_modules(model):
+    """Return (encoder, head) modules sharing ``model``'s weights (see :func:`export_flow`).
+
+    The head holds a shallow copy of ``model`` without the image encoder, so its export
+    carries only the weights it uses.
+    """
+    import copy
+    from torch import nn
+    body = copy.copy(model)
+    body._modules = {name: module for name, module in model._modules.items()
+                     if name not in ('encoder', 'keypoints')}
+
+    class Encoder(nn.Module):
+        """``encoding = encoder(state, image)``: the image keypoints and the state."""
+
+        def __init__(self):
+            super().__init__()
+            self.policy = model
+
+        def forward(self, state, image):
+            return self.policy.encode(state, image)
+
+    class Head(nn.Module):
+        """``v = head(x_t, t, encoding)``: the velocity field after the encoder."""
+
+        def __init__(self):
+            super().__init__()
+            self.policy = body
+
+        def forward(self, x_t, t, encoding):
+            return self.policy.head_velocity(x_t, t, encoding)
+
+    return Encoder().eval(), Head().eval()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
