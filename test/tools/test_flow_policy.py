@@ -291,9 +291,10 @@ def test_the_encoder_of_a_trained_cnn_is_copied_frozen_and_only_the_head_trains(
              image_size=np.array([96, 96]))
     cnn = learned.make_model(STEPS, JOINTS)
     cnn_path = learned.export(cnn, (96, 96), tmp_path / 'cnn')
-    settings = flow.FlowTrainSettings(epochs=2, batch_size=16, noise_draws=1)
+    settings = flow.FlowTrainSettings(epochs=2, batch_size=16, noise_draws=1, hidden=24)
     model, *_ = flow.train_flow(dataset, settings, progress=lambda text: None,
                                 encoder_from=cnn_path)
+    assert model.head[0].out_features == 24 and model.head[-1].in_features == 24
     for name, value in cnn.encoder.state_dict().items():
         assert torch.equal(model.encoder.state_dict()[name], value), name
     assert not any(p.requires_grad for p in model.encoder.parameters())

@@ -175,6 +175,8 @@ class FlowTrainSettings(TrainSettings):
 
     epochs: int = 12
     noise_draws: int = 8
+    hidden: int = 512
+    """Width of the velocity head's three hidden layers."""
 
 
 def train_flow(dataset_path: pathlib.Path, settings: FlowTrainSettings = FlowTrainSettings(),
@@ -198,7 +200,8 @@ def train_flow(dataset_path: pathlib.Path, settings: FlowTrainSettings = FlowTra
             'action']['normalization']
         mean, std = np.asarray(normalization['mean']), np.asarray(normalization['std'])
     model = make_flow_model(mean, std, chunks.shape[1],
-                            channels=32 if encoder_from is not None else 16)
+                            channels=32 if encoder_from is not None else 16,
+                            hidden=settings.hidden)
     if init is not None:
         model.load_state_dict(torch.export.load(str(init)).state_dict)
     cached_points = None
@@ -344,6 +347,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument('--learning-rate', type=float, default=FlowTrainSettings.learning_rate)
     parser.add_argument('--noise-draws', type=int, default=FlowTrainSettings.noise_draws,
                         help='noise samples per frame and step')
+    parser.add_argument('--hidden', type=int, default=FlowTrainSettings.hidden,
+                        help="width of the velocity head's hidden layers")
     parser.add_argument('--steps', type=int, default=SamplerSettings.steps,
                         help='Euler steps of the sampler (manifest sampler.steps)')
     parser.add_argument('--execution-horizon', type=int,
@@ -356,14 +361,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     model, image_size, (mean, std), history = train_flow(
         pathlib.Path(args.dataset),
         FlowTrainSettings(epochs=args.epochs, learning_rate=args.learning_rate,
-                          noise_draws=args.noise_draws),
+                          noise_draws=args.noise_draws, hidden=args.hidden),
         max_samples=args.max_samples or None, init=pathlib.Path(args.init) if args.init else None,
         encoder_from=pathlib.Path(args.encoder_from) if args.encoder_from else None)
     seconds = time.perf_counter() - began
     path = export_flow(model, image_size, mean, std, out, sampler)
     write_training_record(out, epochs=args.epochs, loss=history, seconds=seconds,
                           dataset=str(args.dataset), init=args.init,
-                          encoder_from=args.encoder_from, learning_rate=args.learning_rate)
+                          encoder_from=args.encoder_from, learning_rate=args.learning_rate,
+                          hidden=args.hidden, noise_draws=args.noise_draws)
     print(f'trained in {seconds:.0f} s (final loss {history[-1]:.4f}); exported {path} and '
           f'{path.with_suffix(".json")}; evaluate it with: evaluate --policy {path}')
     return 0
