@@ -383,3 +383,17 @@ def test_a_bad_split_is_refused_naming_the_file(tmp_path, split_exports):
         manifest.write_text(json.dumps(dict(data, split=section)))
         with pytest.raises(RuntimeLoadError, match=message):
             load(path)
+
+
+def test_the_simulated_runner_takes_the_servers_sampler_parameters(split_exports):
+    from remote_inference_py.evaluation.settings import EvalSettings, resolve_policy
+    choice = resolve_policy(str(split_exports[0]))
+    assert choice.make_runtime().sampler.execution_horizon == 20
+    # As the node does: the parameters set override the manifest, 0 / '' keep it.
+    server = dict(EvalSettings.load().node('policy_server'), rtc_execution_horizon=7,
+                  rtc_prefix_schedule='exp')
+    runtime = choice.make_runtime(server)
+    assert (runtime.sampler.execution_horizon, runtime.sampler.prefix_schedule,
+            runtime.sampler.steps) == (7, 'exp', 6)
+    with pytest.raises(ValueError, match='rtc_max_guidance_weight'):
+        choice.make_runtime({'rtc_max_guidance_weight': -1.0})
