@@ -23,6 +23,7 @@ rows and leaves the rows past the execution horizon exactly as unguided.
 
 import dataclasses
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -290,9 +291,10 @@ def test_the_encoder_of_a_trained_cnn_is_copied_frozen_and_only_the_head_trains(
              image_size=np.array([96, 96]))
     cnn = learned.make_model(STEPS, JOINTS)
     cnn_path = learned.export(cnn, (96, 96), tmp_path / 'cnn')
-    settings = flow.FlowTrainSettings(epochs=2, batch_size=16, noise_draws=1)
+    settings = flow.FlowTrainSettings(epochs=2, batch_size=16, noise_draws=1, hidden=24)
     model, *_ = flow.train_flow(dataset, settings, progress=lambda text: None,
                                 encoder_from=cnn_path)
+    assert model.head[0].out_features == 24 and model.head[-1].in_features == 24
     for name, value in cnn.encoder.state_dict().items():
         assert torch.equal(model.encoder.state_dict()[name], value), name
     assert not any(p.requires_grad for p in model.encoder.parameters())
@@ -301,3 +303,97 @@ def test_the_encoder_of_a_trained_cnn_is_copied_frozen_and_only_the_head_trains(
                       str(other))
     with pytest.raises(ValueError, match='has no encoder weights'):
         flow.train_flow(dataset, settings, progress=lambda text: None, encoder_from=other)
+
+
+def tiny_flow_export(directory, seed=0, **sampler):
+    """Export a small flow network (random weights) with its encoder/head split."""
+    torch.manual_seed(seed)
+    mean, std = np.zeros(JOINTS), np.full(JOINTS, 0.1)
+    model = flow.make_flow_model(mean, std, STEPS, channels=4, keypoints=4, hidden=32)
+    return flow.export_flow(model, (96, 96), mean, std, directory,
+                            SamplerSettings(**sampler), max_batch_size=2)
+
+
+class Counting:
+    """Call ``module`` and count the calls."""
+
+    def __init__(self, module):
+        self.module, self.calls = module, 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        return self.module(*args)
+
+
+@pytest.fixture(scope='module')
+def split_exports(tmp_path_factory):
+    """Two tiny flow exports with different weights (6 steps, horizon 20)."""
+    root = tmp_path_factory.mktemp('split')
+    return [tiny_flow_export(root / name, seed, steps=6, execution_horizon=20, noise_seed=2)
+            for seed, name in enumerate('ab')]
+
+
+def test_the_split_encodes_once_per_chunk_and_samples_the_same_chunks(split_exports):
+    path = split_exports[0]
+    manifest = json.loads(path.with_suffix('.json').read_text())
+    assert manifest['split'] == {'encoder': 'model.encoder.pt2', 'head': 'model.head.pt2'}
+    whole = FlowMatchingRuntime.load(RuntimeOptions(checkpoint=str(path)), use_split=False)
+    split = load(path)
+    assert whole.encoder is None and split.encoder is not None
+    split.encoder, split.head = Counting(split.encoder), Counting(split.head)
+    rng = np.random.default_rng(3)
+    values = zero_inputs(split.spec, 2)
+    values[IMAGE_FEATURE][:] = rng.integers(0, 256, values[IMAGE_FEATURE].shape)
+    values['observation.state'][:] = rng.normal(0.0, 0.3, (2, JOINTS))
+    plan = rng.normal(0.0, 1.0, (STEPS, JOINTS)).astype(np.float32)
+    for prefixes in (None, [Prefix(plan, 5), None], [Prefix(plan, 0), Prefix(plan[:12], 3)]):
+        chunks = []
+        for runtime in (whole, split):
+            runtime.reset(7)
+            chunks.append(runtime.infer(values, ['', ''], prefixes))
+        np.testing.assert_allclose(chunks[1], chunks[0], rtol=0, atol=1e-5)
+        assert np.abs(chunks[0]).max() > 0.1   # a chunk, not zeros
+    # Three chunks (batch of 2): the image encoded once per chunk, the head at every step.
+    assert (split.encoder.calls, split.head.calls) == (3, 3 * 6)
+    # Guidance reaches through the head alone: a guided chunk differs from a plain one.
+    split.reset(7)
+    guided = split.infer(values, ['', ''], [Prefix(plan, 5), None])
+    split.reset(7)
+    plain = split.infer(values, ['', ''])
+    assert np.abs(guided - plain)[0, :5].mean() > 1e-3
+    np.testing.assert_array_equal(guided[1], plain[1])
+
+
+def test_a_bad_split_is_refused_naming_the_file(tmp_path, split_exports):
+    import shutil
+    path = pathlib.Path(shutil.copytree(split_exports[0].parent, tmp_path / 'a')) / 'model.pt2'
+    other = split_exports[1]
+    manifest = path.with_suffix('.json')
+    data = json.loads(manifest.read_text())
+    # Another model's head: the velocity differs, named.
+    (path.parent / 'model.head.pt2').write_bytes((other.parent / 'model.head.pt2').read_bytes())
+    with pytest.raises(RuntimeLoadError, match=r'split\.head\(split\.encoder\) differs'):
+        load(path)
+    assert FlowMatchingRuntime.load(RuntimeOptions(checkpoint=str(path)),
+                                    use_split=False).encoder is None
+    for section, message in (
+            ({'encoder': 'gone.pt2', 'head': 'model.head.pt2'}, r'split\.encoder file .*gone'),
+            ({'encoder': 'model.encoder.pt2'}, 'split must map exactly'),
+            ({'encoder': 'model.json', 'head': 'model.head.pt2'}, r'cannot load split\.encoder')):
+        manifest.write_text(json.dumps(dict(data, split=section)))
+        with pytest.raises(RuntimeLoadError, match=message):
+            load(path)
+
+
+def test_the_simulated_runner_takes_the_servers_sampler_parameters(split_exports):
+    from remote_inference_py.evaluation.settings import EvalSettings, resolve_policy
+    choice = resolve_policy(str(split_exports[0]))
+    assert choice.make_runtime().sampler.execution_horizon == 20
+    # As the node does: the parameters set override the manifest, 0 / '' keep it.
+    server = dict(EvalSettings.load().node('policy_server'), rtc_execution_horizon=7,
+                  rtc_prefix_schedule='exp')
+    runtime = choice.make_runtime(server)
+    assert (runtime.sampler.execution_horizon, runtime.sampler.prefix_schedule,
+            runtime.sampler.steps) == (7, 'exp', 6)
+    with pytest.raises(ValueError, match='rtc_max_guidance_weight'):
+        choice.make_runtime({'rtc_max_guidance_weight': -1.0})

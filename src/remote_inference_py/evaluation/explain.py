@@ -153,7 +153,7 @@ def explain(directory: pathlib.Path, policy: PolicyChoice, settings: EvalSetting
             modes.append(item.mode)
     traces: Dict[Tuple[str, float, int], EpisodeTrace] = {}
     mismatches: List[str] = []
-    runtime = policy.make_runtime()
+    runtime = policy.make_runtime(settings.node('policy_server'))
     renderers: dict = {}
     try:
         for (latency, seed), modes in runs.items():

@@ -46,7 +46,10 @@ on 2 CPU threads.
 **Export** (:func:`export_flow`): ``model.pt2`` (torch.export, dynamic batch up to
 ``max_batch_size``) and ``model.json``: :func:`.learned.learned_spec_dict`'s manifest with
 ``policy: flow_matching``, the action normalization above and the ``sampler`` section
-(:mod:`~remote_inference_py.policy_server.sampler`).
+(:mod:`~remote_inference_py.policy_server.sampler`); and the same network split in two,
+``model.encoder.pt2`` (state, image -> encoding: the keypoints and the state) and
+``model.head.pt2`` (x_t, t, encoding -> v), named in the manifest's ``split`` section, so the
+sampler encodes the image once per chunk, not at every Euler step.
 
 ``python -m remote_inference_py.evaluation.flow --dataset DATASET --out DIR --epochs N``
 (console script ``train_flow_policy``); then ``evaluate --policy DIR/model.pt2``. ``--init
@@ -149,10 +152,19 @@ def make_flow_model(mean: np.ndarray, std: np.ndarray, chunk_length: int = CHUNK
             predicted = self.head(inputs).reshape(-1, self.chunk_length, self.joints)
             return anchor + predicted
 
-        def forward(self, x_t, t, state, image):
-            clean = self.predict_clean(x_t, t, state, self.features(image))
+        def encode(self, state, image):
+            """Return the encoding the velocity head reads: [keypoints, state] [B, 2K + J]."""
+            return torch.cat([self.features(image), state], dim=1)
+
+        def head_velocity(self, x_t, t, encoding):
+            """Return the velocity from an encoding made by :meth:`encode`."""
+            points, state = encoding[:, :-self.joints], encoding[:, -self.joints:]
+            clean = self.predict_clean(x_t, t, state, points)
             remaining = torch.clamp(1.0 - t, min=MIN_REMAINING_TIME)[:, None, None]
             return (clean - x_t) / remaining
+
+        def forward(self, x_t, t, state, image):
+            return self.head_velocity(x_t, t, self.encode(state, image))
 
     return FlowPolicy()
 
@@ -163,6 +175,8 @@ class FlowTrainSettings(TrainSettings):
 
     epochs: int = 12
     noise_draws: int = 8
+    hidden: int = 512
+    """Width of the velocity head's three hidden layers."""
 
 
 def train_flow(dataset_path: pathlib.Path, settings: FlowTrainSettings = FlowTrainSettings(),
@@ -186,7 +200,8 @@ def train_flow(dataset_path: pathlib.Path, settings: FlowTrainSettings = FlowTra
             'action']['normalization']
         mean, std = np.asarray(normalization['mean']), np.asarray(normalization['std'])
     model = make_flow_model(mean, std, chunks.shape[1],
-                            channels=32 if encoder_from is not None else 16)
+                            channels=32 if encoder_from is not None else 16,
+                            hidden=settings.hidden)
     if init is not None:
         model.load_state_dict(torch.export.load(str(init)).state_dict)
     cached_points = None
@@ -239,8 +254,14 @@ def _frozen_keypoints(model, source: pathlib.Path, frames: np.ndarray):
 
 def export_flow(model, image_size: Sequence[int], mean: np.ndarray, std: np.ndarray,
                 out_dir: pathlib.Path, sampler: SamplerSettings = SamplerSettings(),
-                max_batch_size: int = 4) -> pathlib.Path:
-    """Write ``model.pt2`` (the velocity field) and ``model.json`` to ``out_dir``."""
+                max_batch_size: int = 4, split: bool = True) -> pathlib.Path:
+    """Write ``model.pt2`` (the velocity field) and ``model.json`` to ``out_dir``.
+
+    With ``split`` (the default) also the same network in two parts, ``model.encoder.pt2``
+    (``encoding = encoder(state, image)``) and ``model.head.pt2`` (``v = head(x_t, t,
+    encoding)``), named in the manifest's ``split`` section, so the sampler encodes the image
+    once per chunk instead of at every Euler step.
+    """
     import torch
     from remote_inference_py.policy_server.manifest import spec_from_dict
     from remote_inference_py.policy_server.runtimes import zero_inputs
@@ -251,16 +272,62 @@ def export_flow(model, image_size: Sequence[int], mean: np.ndarray, std: np.ndar
     path = out_dir / MODEL_FILE
     batch = 2 if max_batch_size > 1 else 1
     features = tuple(torch.from_numpy(v) for v in zero_inputs(spec, batch).values())
-    inputs = (torch.zeros(batch, spec.chunk_length, len(spec.action_names)),
-              torch.full((batch,), 0.5)) + features
-    dynamic = None
-    if batch > 1:
-        dim = torch.export.Dim('batch', min=1, max=max_batch_size)
-        dynamic = tuple({0: dim} for _ in inputs)
-    program = torch.export.export(model.eval(), inputs, dynamic_shapes=dynamic, strict=False)
-    torch.export.save(program, str(path))
+    leading = (torch.zeros(batch, spec.chunk_length, len(spec.action_names)),
+               torch.full((batch,), 0.5))
+    model = model.eval()
+    dim = torch.export.Dim('batch', min=1, max=max_batch_size) if batch > 1 else None
+
+    def save(module, inputs, target: pathlib.Path):
+        dynamic = tuple({0: dim} for _ in inputs) if dim is not None else None
+        program = torch.export.export(module, inputs, dynamic_shapes=dynamic, strict=False)
+        torch.export.save(program, str(target))
+
+    save(model, leading + features, path)
+    if split:
+        encoder, head = _split_modules(model)
+        with torch.no_grad():
+            encoding = encoder(*features)
+        names = {'encoder': path.stem + '.encoder.pt2', 'head': path.stem + '.head.pt2'}
+        save(encoder, features, out_dir / names['encoder'])
+        save(head, leading + (encoding,), out_dir / names['head'])
+        data['split'] = names
     path.with_suffix('.json').write_text(json.dumps(data, indent=2) + '\n')
     return path
+
+
+def _split_modules(model):
+    """Return (encoder, head) modules sharing ``model``'s weights (see :func:`export_flow`).
+
+    The head holds a shallow copy of ``model`` without the image encoder, so its export
+    carries only the weights it uses.
+    """
+    import copy
+    from torch import nn
+    body = copy.copy(model)
+    body._modules = {name: module for name, module in model._modules.items()
+                     if name not in ('encoder', 'keypoints')}
+
+    class Encoder(nn.Module):
+        """``encoding = encoder(state, image)``: the image keypoints and the state."""
+
+        def __init__(self):
+            super().__init__()
+            self.policy = model
+
+        def forward(self, state, image):
+            return self.policy.encode(state, image)
+
+    class Head(nn.Module):
+        """``v = head(x_t, t, encoding)``: the velocity field after the encoder."""
+
+        def __init__(self):
+            super().__init__()
+            self.policy = body
+
+        def forward(self, x_t, t, encoding):
+            return self.policy.head_velocity(x_t, t, encoding)
+
+    return Encoder().eval(), Head().eval()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -280,6 +347,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument('--learning-rate', type=float, default=FlowTrainSettings.learning_rate)
     parser.add_argument('--noise-draws', type=int, default=FlowTrainSettings.noise_draws,
                         help='noise samples per frame and step')
+    parser.add_argument('--hidden', type=int, default=FlowTrainSettings.hidden,
+                        help="width of the velocity head's hidden layers")
     parser.add_argument('--steps', type=int, default=SamplerSettings.steps,
                         help='Euler steps of the sampler (manifest sampler.steps)')
     parser.add_argument('--execution-horizon', type=int,
@@ -292,14 +361,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     model, image_size, (mean, std), history = train_flow(
         pathlib.Path(args.dataset),
         FlowTrainSettings(epochs=args.epochs, learning_rate=args.learning_rate,
-                          noise_draws=args.noise_draws),
+                          noise_draws=args.noise_draws, hidden=args.hidden),
         max_samples=args.max_samples or None, init=pathlib.Path(args.init) if args.init else None,
         encoder_from=pathlib.Path(args.encoder_from) if args.encoder_from else None)
     seconds = time.perf_counter() - began
     path = export_flow(model, image_size, mean, std, out, sampler)
     write_training_record(out, epochs=args.epochs, loss=history, seconds=seconds,
                           dataset=str(args.dataset), init=args.init,
-                          encoder_from=args.encoder_from, learning_rate=args.learning_rate)
+                          encoder_from=args.encoder_from, learning_rate=args.learning_rate,
+                          hidden=args.hidden, noise_draws=args.noise_draws)
     print(f'trained in {seconds:.0f} s (final loss {history[-1]:.4f}); exported {path} and '
           f'{path.with_suffix(".json")}; evaluate it with: evaluate --policy {path}')
     return 0

@@ -55,7 +55,7 @@ def run_matrix(policy: PolicyChoice, configurations: Sequence[Configuration],
     if runner == 'sim':
         from remote_inference_py.evaluation.simtime import run_episode
         from remote_inference_py.evaluation.trace import EpisodeTrace
-        runtime = policy.make_runtime()
+        runtime = policy.make_runtime(settings.node('policy_server'))
         renderers: dict = {}
         try:
             for configuration in configurations:

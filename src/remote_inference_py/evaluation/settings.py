@@ -171,7 +171,10 @@ class PolicyChoice:
     name: str
     policy_type: str
     checkpoint: str
-    make_runtime: Callable[[], Any]
+    make_runtime: Callable[..., Any]
+    """``make_runtime(server=None)``: ``server`` the policy server's parameters, whose
+    sampler settings (:data:`SAMPLER_PARAMETERS`) a checkpoint's runtime takes, as the node
+    does."""
 
     @property
     def server_parameters(self) -> Dict[str, str]:
@@ -179,25 +182,32 @@ class PolicyChoice:
         return {'policy_type': self.policy_type, 'checkpoint': self.checkpoint}
 
 
+SAMPLER_PARAMETERS = ('flow_steps', 'rtc_execution_horizon', 'rtc_prefix_schedule',
+                      'rtc_max_guidance_weight')
+"""Policy server parameters the simulated-time runner hands to a checkpoint's runtime."""
+
+
 def resolve_policy(name: str) -> PolicyChoice:
     """Return the policy called ``name``: expert, idle, or a checkpoint file path."""
     from remote_inference_py.evaluation import expert
     if name == EXPERT:
         return PolicyChoice(EXPERT, 'python', f'{expert.__name__}:expert_runtime',
-                            expert.expert_runtime)
+                            lambda server=None: expert.expert_runtime())
     if name == IDLE:
         return PolicyChoice(IDLE, 'python', f'{expert.__name__}:idle_runtime',
-                            expert.idle_runtime)
+                            lambda server=None: expert.idle_runtime())
     path = pathlib.Path(name)
     if path.suffix in MODEL_SUFFIXES:
         if not path.is_file():
             raise ValueError(f'policy checkpoint {name!r} does not exist')
         checkpoint = str(path.resolve())
 
-        def make_runtime():
+        def make_runtime(server: Optional[Dict[str, Any]] = None):
             from remote_inference_py.policy_server.loading import load_runtime
             from remote_inference_py.policy_server.runtimes import RuntimeOptions
-            return load_runtime(RuntimeOptions(policy_type='auto', checkpoint=checkpoint))
+            sampler = {k: v for k, v in (server or {}).items() if k in SAMPLER_PARAMETERS}
+            return load_runtime(RuntimeOptions(policy_type='auto', checkpoint=checkpoint,
+                                               **sampler))
         label = path.parent.name if path.stem == 'model' and path.parent.name else path.stem
         return PolicyChoice(label, 'auto', checkpoint, make_runtime)
     raise ValueError(f'unknown policy {name!r}: expected {EXPERT}, {IDLE} or a checkpoint file '

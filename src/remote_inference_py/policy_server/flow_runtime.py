@@ -35,6 +35,14 @@ adds it, times :func:`.sampler.guidance_weight`, to the velocity, so the predict
 toward the plan while the rest follows what the network makes of it. Rows of ``Y`` past the
 plan's end are zero and weigh nothing. Guided rows cost one backward pass per step.
 
+Encoder and head (optional): a manifest ``split`` section ``{encoder: FILE, head: FILE}``
+(files beside the manifest) names the same network in two ``.pt2`` parts, ``encoding =
+encoder(*features)`` (any number of output tensors) and ``v = head(x_t, t, *encoding)``. The
+runtime then encodes the observation once per chunk and runs, and differentiates, only the
+head at every step; the chunks are the same as with ``model.pt2`` alone (checked at load on a
+probe input: :func:`load_split`). Without the section, ``model.pt2`` runs at every step as
+before.
+
 Determinism: the same inputs, plans and generator state give the same chunk. The evaluation
 calls :meth:`~FlowMatchingRuntime.reset` with each episode's seed before the episode, so an
 episode does not depend on the ones run before it; a server process never resets, its noise
@@ -54,6 +62,10 @@ from remote_inference_py.policy_server.sampler import (
     guidance_weight, prefix_weights, sampler_from_dict, SamplerError, SamplerOverrides,
     SamplerSettings)
 from remote_inference_py.policy_server.torch_runtime import checkpoint_paths, load_exported
+
+
+SPLIT_TOLERANCE = 1e-4
+"""Largest difference between the split and the whole velocity field at load [action units]."""
 
 
 def overrides_from_options(options: RuntimeOptions) -> SamplerOverrides:
@@ -77,11 +89,12 @@ class FlowMatchingRuntime(PolicyRuntime):
     supports_prefix = True
 
     def __init__(self, spec: PolicySpec, model, device, source: str,
-                 sampler: SamplerSettings):
-        """Wrap a loaded velocity field; use :meth:`load`."""
+                 sampler: SamplerSettings, split=None):
+        """Wrap a loaded velocity field (and its (encoder, head) split); use :meth:`load`."""
         super().__init__(spec, str(device), source)
         import torch
         self.model = model
+        self.encoder, self.head = split if split is not None else (None, None)
         self.torch_device = device
         self.sampler = sampler
         self._names = [f.name for f in spec.features]
@@ -90,8 +103,13 @@ class FlowMatchingRuntime(PolicyRuntime):
         self.generator.manual_seed(int(sampler.noise_seed))
 
     @classmethod
-    def load(cls, options: RuntimeOptions) -> 'FlowMatchingRuntime':
-        """Load ``model.pt2`` and its manifest, apply the sampler parameters; check both."""
+    def load(cls, options: RuntimeOptions, use_split: bool = True) -> 'FlowMatchingRuntime':
+        """Load ``model.pt2`` and its manifest, apply the sampler parameters; check both.
+
+        With ``use_split`` (the default) and a manifest ``split`` section, the encoder and
+        head files are loaded too and checked against ``model.pt2``; ``use_split=False``
+        samples with ``model.pt2`` alone (the benchmark's "before").
+        """
         overrides = overrides_from_options(options)
         path, manifest = checkpoint_paths(options, 'model.pt2')
         if path.suffix != '.pt2':
@@ -117,7 +135,8 @@ class FlowMatchingRuntime(PolicyRuntime):
         except Exception as error:  # noqa: B902 - torch raises many types for a bad file
             raise RuntimeLoadError(f'cannot load {FLOW_MATCHING} checkpoint {str(path)!r}: '
                                    f'{first_line(error)}') from None
-        return cls(spec, model, device, str(path), sampler)
+        split = load_split(manifest, spec, model, device) if use_split else None
+        return cls(spec, model, device, str(path), sampler, split)
 
     def reset(self, seed: int) -> None:
         """Reseed the sampling noise for an episode (from ``noise_seed`` and ``seed``)."""
@@ -133,7 +152,11 @@ class FlowMatchingRuntime(PolicyRuntime):
         shape = (batch, self.spec.chunk_length, self.actions)
         targets, weights = self._guidance(prefixes, batch)
         noise = torch.randn(shape, generator=self.generator, dtype=torch.float32)
-        chunk = sample(self.model, noise.to(self.torch_device), features, self.sampler,
+        field = self.model
+        if self.encoder is not None:
+            # The image is encoded once per chunk; only the head runs at every Euler step.
+            field, features = self.head, encode(self.encoder, features)
+        chunk = sample(field, noise.to(self.torch_device), features, self.sampler,
                        targets, weights)
         return chunk.detach().to('cpu').numpy()
 
@@ -169,7 +192,7 @@ class FlowMatchingRuntime(PolicyRuntime):
 
     def close(self) -> None:
         """Drop the model."""
-        self.model = None
+        self.model = self.encoder = self.head = None
 
 
 def read_sampler(manifest: pathlib.Path) -> SamplerSettings:
@@ -180,6 +203,67 @@ def read_sampler(manifest: pathlib.Path) -> SamplerSettings:
         return sampler_from_dict(section)
     except (ManifestError, SamplerError) as error:
         raise RuntimeLoadError(f'manifest {str(manifest)!r}: {error}') from None
+
+
+def encode(encoder, features):
+    """Return the encoder's outputs on ``features`` as a list (no gradient)."""
+    import torch
+    with torch.no_grad():
+        encoding = encoder(*features)
+    return [encoding] if torch.is_tensor(encoding) else list(encoding)
+
+
+def load_split(manifest: pathlib.Path, spec: PolicySpec, model, device):
+    """Return (encoder, head) named by the manifest's ``split`` section, or None without one.
+
+    The files are relative to the manifest. Both are checked on zero inputs (and a random
+    chunk) against ``model``: ``head(x_t, t, *encoder(features))`` must equal
+    ``model(x_t, t, *features)`` within ``SPLIT_TOLERANCE``; a missing file, a bad section or
+    a different velocity is a RuntimeLoadError naming the file.
+    """
+    import torch
+    from remote_inference_py.policy_server.runtimes import zero_inputs
+    try:
+        data = read_manifest_data(manifest)
+    except ManifestError as error:
+        raise RuntimeLoadError(str(error)) from None
+    section = data.get('split') if isinstance(data, dict) else None
+    if section is None:
+        return None
+    where = f'manifest {str(manifest)!r}'
+    if not isinstance(section, dict) or set(section) != {'encoder', 'head'} or not all(
+            isinstance(v, str) and v for v in section.values()):
+        raise RuntimeLoadError(f'{where}: split must map exactly "encoder" and "head" to file '
+                               f'names, got {section!r}')
+    parts = []
+    for key in ('encoder', 'head'):
+        path = manifest.parent / section[key]
+        if not path.is_file():
+            raise RuntimeLoadError(f'{where}: split.{key} file {str(path)!r} does not exist')
+        try:
+            part = torch.export.load(str(path)).module()
+        except Exception as error:  # noqa: B902 - torch raises many types for a bad file
+            raise RuntimeLoadError(f'{where}: cannot load split.{key} {str(path)!r}: '
+                                   f'{first_line(error)}') from None
+        parts.append(part.to(device) if device.type != 'cpu' else part)
+    encoder, head = parts
+    features = [torch.from_numpy(v).to(device) for v in zero_inputs(spec, 1).values()]
+    generator = torch.Generator(device='cpu').manual_seed(0)
+    x_t = torch.randn((1, spec.chunk_length, len(spec.action_names)), generator=generator)
+    t = torch.full((1,), 0.5)
+    try:
+        with torch.no_grad():
+            expected = model(x_t.to(device), t.to(device), *features)
+            got = head(x_t.to(device), t.to(device), *encode(encoder, features))
+        difference = float((got - expected).abs().max())
+    except Exception as error:  # noqa: B902 - a mismatched graph raises many types
+        raise RuntimeLoadError(f'{where}: split.encoder and split.head cannot be run on the '
+                               f"manifest's inputs: {first_line(error)}") from None
+    if not difference <= SPLIT_TOLERANCE:
+        raise RuntimeLoadError(f'{where}: split.head(split.encoder) differs from the velocity '
+                               f'field {difference:.3g} > {SPLIT_TOLERANCE} on a probe input; the '
+                               'split files do not belong to this model')
+    return encoder, head
 
 
 def sample(model, noise, features, sampler: SamplerSettings, targets=None, weights=None):

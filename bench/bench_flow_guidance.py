@@ -1,0 +1,147 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Flow policy: CPU per chunk, plain and guided (real-time chunking), before and after the split.
+
+Before: the sampler integrates ``model.pt2`` (image encoder + velocity head) at every Euler
+step, and a guided step pulls the plan's error back through all of it. After: the export's
+``split`` (``model.encoder.pt2`` + ``model.head.pt2``), the image encoded once per chunk and
+only the head run (and differentiated) per step. Both load the same export through
+``FlowMatchingRuntime.load`` (``use_split`` False / True) and sample the same chunks: the
+table gives the largest difference between them for the same seed.
+
+The policy is ``--policy DIR/model.pt2`` (a trained export with a split), or by default the
+shipped architecture (:func:`remote_inference_py.evaluation.flow.make_flow_model` with the
+CNN's 32-channel encoder) with random weights, which costs the same per pass. Each round
+times one chunk of each of the four variants in turn, so a change of machine load hits them
+alike; the table gives the median over rounds of process CPU time and wall time, torch on
+``--threads`` threads (the policy server's ``cpu_threads``).
+
+Run: ``./run bench flow_guidance`` (writes bench/results/flow_guidance.md); ``--smoke``: 2
+rounds.
+"""
+
+import argparse
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+import numpy as np
+import smoke
+
+from remote_inference_py.evaluation import flow
+from remote_inference_py.policy_server.flow_runtime import FlowMatchingRuntime
+from remote_inference_py.policy_server.runtimes import Prefix, RuntimeOptions, zero_inputs
+from remote_inference_py.policy_server.sampler import SamplerSettings
+
+
+def make_policy(folder: pathlib.Path, steps: int, hidden: int) -> pathlib.Path:
+    """Export the shipped flow architecture with random weights; return its model.pt2."""
+    import torch
+    torch.manual_seed(0)
+    joints = 6
+    mean, std = np.zeros(joints), np.full(joints, 0.1)
+    model = flow.make_flow_model(mean, std, channels=32, hidden=hidden)
+    return flow.export_flow(model, (96, 96), mean, std, folder, SamplerSettings(steps=steps))
+
+
+def measure(path: pathlib.Path, rounds: int, frozen: int):
+    """Return {(variant, guided): (cpu ms list, wall ms list)} and the chunk differences."""
+    runtimes = {
+        variant: FlowMatchingRuntime.load(RuntimeOptions(checkpoint=str(path)),
+                                          use_split=(variant == 'after'))
+        for variant in ('before', 'after')}
+    if runtimes['after'].encoder is None:
+        raise SystemExit(f'{path} has no split section in its manifest; re-export it')
+    spec = runtimes['after'].spec
+    rng = np.random.default_rng(0)
+    values = zero_inputs(spec, 1)
+    for name, value in values.items():
+        if value.dtype == np.uint8:
+            value[:] = rng.integers(0, 256, value.shape)
+        else:
+            value[:] = rng.normal(0.0, 0.3, value.shape)
+    plan = rng.normal(0.0, 1.0, (spec.chunk_length, len(spec.action_names))).astype(np.float32)
+    prefixes = {False: None, True: [Prefix(plan, frozen)]}
+    times = {(v, g): ([], []) for v in runtimes for g in (False, True)}
+    chunks = {}
+    for runtime in runtimes.values():
+        runtime.infer(values, [''], prefixes[True])   # warm-up
+    for index in range(rounds):
+        for guided in (False, True):
+            for variant, runtime in runtimes.items():
+                runtime.reset(index)
+                cpu, wall = time.process_time(), time.perf_counter()
+                chunk = runtime.infer(values, [''], prefixes[guided])
+                times[variant, guided][0].append((time.process_time() - cpu) * 1e3)
+                times[variant, guided][1].append((time.perf_counter() - wall) * 1e3)
+                chunks[variant, guided, index] = chunk
+    difference = {g: max(float(np.abs(chunks['after', g, i] - chunks['before', g, i]).max())
+                         for i in range(rounds)) for g in (False, True)}
+    return times, difference, runtimes['after'].sampler
+
+
+def main(argv=None):
+    """Time the four variants, print the table and write bench/results/flow_guidance.md."""
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument('--policy', default='',
+                        help='a flow export (model.pt2 with a split); default: the shipped '
+                             'architecture with random weights')
+    parser.add_argument('--rounds', type=int, default=60, help='chunks timed per variant')
+    parser.add_argument('--steps', type=int, default=SamplerSettings.steps,
+                        help='Euler steps (for the default policy)')
+    parser.add_argument('--hidden', type=int, default=512,
+                        help='width of the velocity head (for the default policy)')
+    parser.add_argument('--frozen', type=int, default=8, help='frozen rows of the plan')
+    parser.add_argument('--threads', type=int, default=1, help='torch threads')
+    options = smoke.parse_args(parser, argv, rounds=2)
+    import torch
+    torch.set_num_threads(options.threads)
+    with tempfile.TemporaryDirectory(prefix='bench_flow_') as folder:
+        path = (pathlib.Path(options.policy) if options.policy
+                else make_policy(pathlib.Path(folder), options.steps,
+                                 options.hidden))
+        times, difference, sampler = measure(path, options.rounds, options.frozen)
+    policy = options.policy or (f'shipped architecture (head width {options.hidden}), random '
+                                'weights')
+    lines = [f'Policy: {policy}; {sampler.steps} Euler steps, a plan with {options.frozen} '
+             f'frozen rows, execution horizon {sampler.execution_horizon}; {options.rounds} '
+             f'chunks per variant, torch on {options.threads} thread(s).', '',
+             '| chunk | before: CPU [ms] | after: CPU [ms] | CPU before / after | '
+             'before: wall [ms] | after: wall [ms] | max chunk difference |',
+             '|---|---:|---:|---:|---:|---:|---:|']
+    for guided in (False, True):
+        before = np.median(times['before', guided][0]), np.median(times['before', guided][1])
+        after = np.median(times['after', guided][0]), np.median(times['after', guided][1])
+        lines.append(f'| {"guided (rtc)" if guided else "plain"} | {before[0]:.1f} | '
+                     f'{after[0]:.1f} | {before[0] / after[0]:.1f}x | {before[1]:.1f} | '
+                     f'{after[1]:.1f} | {difference[guided]:.1e} |')
+    guided_after = np.median(times['after', True][0])
+    plain_before = np.median(times['before', False][0])
+    lines += ['', f'Guided after the split costs {guided_after / plain_before:.2f}x an '
+              f'unguided chunk before it.']
+    text = '\n'.join(lines)
+    print(text)
+    command = sys.argv[1:] if argv is None else argv
+    (smoke.results_dir(options) / 'flow_guidance.md').write_text(
+        f'# Flow policy: guided sampling cost, before and after the encoder/head split\n\n'
+        f'{time.strftime("%Y-%m-%d")}, {os.cpu_count()} cores; '
+        f'`./run bench flow_guidance {" ".join(command)}`\n\n{text}\n')
+
+
+if __name__ == '__main__':
+    main()
