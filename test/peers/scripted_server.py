@@ -22,9 +22,11 @@ capture stamp of the observation it used: joint j at time t is
 a correctly aligned seam is small. Fault injection parameters: ``session_override`` (answer
 with another session id), ``nan_request`` (put a NaN in the chunk answering that request id),
 ``future_capture_s`` (stamp chunks that far in the future), ``silent`` (stop answering; the
-presence samples go on), ``request_topic`` (listen elsewhere: admission works, requests never
-arrive). It samples its presence like the real server (``instance_id``, a parameter, default
-``scripted``; ``presence: false`` publishes none).
+presence samples go on), ``fail_with`` (answer every request with this error: a failure worth
+a retry), ``refuse`` (answer every request as the real server answers a session it does not
+serve: an error marked ``session_refused``), ``request_topic`` (listen elsewhere: admission
+works, requests never arrive). It samples its presence like the real server (``instance_id``,
+a parameter, default ``scripted``; ``presence: false`` publishes none).
 """
 
 import math
@@ -67,6 +69,8 @@ class ScriptedServer(Node):
         p('nan_request', -1)
         p('future_capture_s', 0.0)
         p('silent', False)
+        p('fail_with', '')
+        p('refuse', False)
         p('request_topic', 'policy/request')   # another name: admits, but never hears requests
         self.session_id = ''
         self.samples = []          # (stamp_ns, positions) of recent joint_states
@@ -159,7 +163,13 @@ class ScriptedServer(Node):
             if due > now or not usable:
                 still.append((due, request))
                 continue
-            self.chunk_pub.publish(self.chunk_for(request, usable[-1][0]))
+            msg = self.chunk_for(request, usable[-1][0])
+            if self.value('refuse') or self.value('fail_with'):
+                msg.step_count, msg.positions = 0, []
+                msg.session_refused = bool(self.value('refuse'))
+                msg.error = (f'session {request.session_id!r} is not admitted by this server '
+                             'instance' if msg.session_refused else self.value('fail_with'))
+            self.chunk_pub.publish(msg)
         self.pending = still
 
     def chunk_for(self, request, capture_ns):

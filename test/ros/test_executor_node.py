@@ -26,6 +26,8 @@ import signal
 import time
 
 from node_fixtures import EXECUTOR, set_double
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
 from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest, ServerPresence
 from ros_fixtures import clean_dead_segments
 from sensor_msgs.msg import JointState
@@ -260,6 +262,44 @@ def test_a_server_restarted_within_the_lease_is_lost_at_once_naming_both_instanc
     assert executor.stop(spinner=spinner) == 0
     final = commands(arm)[-1][1]
     assert max(abs(v) for v in final) < 1e-3, f'did not return to the initial pose: {final}'
+
+
+def set_parameter(ros, node_name, name, value):
+    """Set a bool or string parameter of a node; return the result."""
+    node, spinner = ros
+    client = node.create_client(SetParameters, f'/{node_name}/set_parameters')
+    if isinstance(value, bool):
+        typed = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
+    else:
+        typed = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+    request = SetParameters.Request(parameters=[Parameter(name=name, value=typed)])
+    return spinner.call(client, request).results[0]
+
+
+def test_failures_are_retried_with_a_growing_pause_and_a_refusal_never(processes, ros):
+    # The server fails every request (a failure that may pass): retried after one action
+    # period, the pause doubling up to 1 s, never every tick. Then it refuses the session (as
+    # the real server refuses one it does not serve): lost at once, not one request more.
+    node, spinner = ros
+    watch, arm, server, executor = start_system(
+        processes, ros, server={'delay_s': 0.0, 'fail_with': 'missing observation: camera'},
+        executor={'starvation_grace_s': 30.0})
+    spinner.until(lambda: watch.state() == 'WAITING', 20, 'executor waiting for a chunk')
+    spinner.until(lambda: watch.last.request_retries >= 4, 10, 'four retries')
+    began = time.monotonic()
+    count = len(watch.requests)
+    spinner.spin_for(3.0)
+    assert len(watch.requests) - count <= 4, 'retried faster than a doubling pause up to 1 s'
+    assert watch.state() == 'WAITING' and watch.last.server_presence == 'alive'
+    assert set_parameter(ros, 'scripted_server', 'refuse', True).successful
+    spinner.until(lambda: watch.last.server_presence == 'lost', 10, 'the refusal')
+    refused = len(watch.requests)
+    assert re.search(r"policy server instance scripted refused this session: session '\w+' is "
+                     r'not admitted by this server instance', executor.output())
+    spinner.spin_for(2.0)
+    assert len(watch.requests) == refused, 'a refused session was asked again'
+    assert watch.state() == 'WAITING' and time.monotonic() - began < 30.0
+    assert executor.stop(spinner=spinner) == 0
 
 
 def test_a_killed_server_faults_within_lease_plus_grace(processes, ros):
