@@ -69,6 +69,7 @@ IMAGE_TRANSPORTS = ('raw', 'compressed')
 CUBE_POSE = Topic('sim/cube_pose', 'geometry_msgs/msg/PoseStamped', 'joint_states')
 REQUEST = Topic('policy/request', 'remote_inference/msg/InferenceRequest', 'commands')
 CHUNK = Topic('policy/chunk', 'remote_inference/msg/ActionChunk', 'chunks')
+PRESENCE = Topic('policy/presence', 'remote_inference/msg/ServerPresence', 'presence')
 STATUS = Topic('executor/status', 'remote_inference/msg/ExecutorStatus', 'latched')
 TASK = Topic('executor/task', 'std_msgs/msg/String', 'latched')
 
@@ -82,11 +83,11 @@ NODES = (
     NodeSpec(
         name='executor', executable='executor', side='robot',
         publishes=(REQUEST, JOINT_COMMANDS, STATUS, TASK),
-        subscribes=(JOINT_STATES, APPLIED_COMMAND, HARDWARE_INFO, CHUNK),
+        subscribes=(JOINT_STATES, APPLIED_COMMAND, HARDWARE_INFO, CHUNK, PRESENCE),
         description='Action buffer, refill, merge, blend, hold, recovery, safe stop.'),
     NodeSpec(
         name='policy_server', executable='policy_server', side='server',
-        publishes=(CHUNK,),
+        publishes=(CHUNK, PRESENCE),
         subscribes=(JOINT_STATES, CAMERA_SHARED, REQUEST),
         description='Loads the policy once and answers each request with a chunk.'),
 )

@@ -21,8 +21,12 @@ capture stamp of the observation it used: joint j at time t is
 ``amplitude * sin(2 pi t / period_s + j)``, so consecutive chunks describe one smooth curve and
 a correctly aligned seam is small. Fault injection parameters: ``session_override`` (answer
 with another session id), ``nan_request`` (put a NaN in the chunk answering that request id),
-``future_capture_s`` (stamp chunks that far in the future), ``silent`` (stop answering),
-``request_topic`` (listen elsewhere: admission works, requests never arrive).
+``future_capture_s`` (stamp chunks that far in the future), ``silent`` (stop answering; the
+presence samples go on), ``fail_with`` (answer every request with this error: a failure worth
+a retry), ``refuse`` (answer every request as the real server answers a session it does not
+serve: an error marked ``session_refused``), ``request_topic`` (listen elsewhere: admission
+works, requests never arrive). It samples its presence like the real server (``instance_id``,
+a parameter, default ``scripted``; ``presence: false`` publishes none).
 """
 
 import math
@@ -39,6 +43,7 @@ from sensor_msgs.msg import JointState
 from remote_inference_py.contract.admission import PRESENCE_LEASE_S, PROTOCOL_VERSION
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
+from remote_inference_py.transport.presence import PresencePublisher
 
 JOINTS = list(SO101_JOINT_NAMES)
 
@@ -56,6 +61,7 @@ class ScriptedServer(Node):
         self.chunk_length = p('chunk_length', 50).value
         self.protocol_version = p('protocol_version', PROTOCOL_VERSION).value
         self.lease_s = p('presence_lease_s', PRESENCE_LEASE_S).value
+        self.instance_id = p('instance_id', 'scripted').value
         p('delay_s', 0.05)
         p('amplitude', 0.3)
         p('period_s', 4.0)
@@ -63,6 +69,8 @@ class ScriptedServer(Node):
         p('nan_request', -1)
         p('future_capture_s', 0.0)
         p('silent', False)
+        p('fail_with', '')
+        p('refuse', False)
         p('request_topic', 'policy/request')   # another name: admits, but never hears requests
         self.session_id = ''
         self.samples = []          # (stamp_ns, positions) of recent joint_states
@@ -74,10 +82,20 @@ class ScriptedServer(Node):
                                  qos.JOINT_STATES)
         self.create_subscription(InferenceRequest, self.value('request_topic'),
                                  self.on_request, qos.COMMANDS)
-        self.chunk_pub = self.create_publisher(ActionChunk, 'policy/chunk',
-                                               qos.chunks(self.lease_s))
+        self.chunk_pub = self.create_publisher(ActionChunk, 'policy/chunk', qos.CHUNKS)
+        self.presence = None
+        if p('presence', True).value:
+            self.presence = PresencePublisher(self, ['policy/presence'], self.instance_id,
+                                              self.lease_s)
+            self.presence.start()
         self.create_timer(0.002, self.serve)
         self.get_logger().info('scripted server ready')
+
+    def destroy_node(self):
+        """Stop the presence samples, then destroy the node."""
+        if self.presence is not None:
+            self.presence.close()
+        super().destroy_node()
 
     def value(self, name):
         """Return the current value of a parameter."""
@@ -88,7 +106,7 @@ class ScriptedServer(Node):
         response.success = True
         response.protocol_version = self.protocol_version
         response.deployment = self.deployment
-        response.instance_id = 'scripted'
+        response.instance_id = self.instance_id
         response.semantics = self.semantics
         response.action_names = self.joint_names
         response.action_rate = self.fps
@@ -117,7 +135,7 @@ class ScriptedServer(Node):
         if response.success:
             self.session_id = uuid.uuid4().hex[:12]
             response.session_id = self.session_id
-            response.instance_id = 'scripted'
+            response.instance_id = self.instance_id
         return response
 
     def on_joint_states(self, msg):
@@ -145,7 +163,13 @@ class ScriptedServer(Node):
             if due > now or not usable:
                 still.append((due, request))
                 continue
-            self.chunk_pub.publish(self.chunk_for(request, usable[-1][0]))
+            msg = self.chunk_for(request, usable[-1][0])
+            if self.value('refuse') or self.value('fail_with'):
+                msg.step_count, msg.positions = 0, []
+                msg.session_refused = bool(self.value('refuse'))
+                msg.error = (f'session {request.session_id!r} is not admitted by this server '
+                             'instance' if msg.session_refused else self.value('fail_with'))
+            self.chunk_pub.publish(msg)
         self.pending = still
 
     def chunk_for(self, request, capture_ns):
@@ -167,6 +191,7 @@ class ScriptedServer(Node):
         msg.step_count = self.chunk_length
         msg.positions = positions.astype(np.float32).ravel().tolist()
         msg.inference_ms = float(self.value('delay_s') * 1000)
+        msg.instance_id = self.instance_id
         return msg
 
 

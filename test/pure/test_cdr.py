@@ -46,9 +46,10 @@ def stamp_ns(sec, nanosec):
        session=TEXT, request_ids=st.lists(st.integers(0, 2**64 - 1), min_size=2, max_size=2),
        names=st.lists(TEXT, max_size=7), periods=st.lists(F64, min_size=2, max_size=2),
        rows=st.integers(0, 4), error=TEXT, timings=st.lists(F32, min_size=4, max_size=4),
-       data=st.data())
+       instance=TEXT, refused=st.booleans(), data=st.data())
 def test_action_chunk_bytes_deserialize_to_the_fields(stamps, session, request_ids, names,
-                                                      periods, rows, error, timings, data):
+                                                      periods, rows, error, timings, instance,
+                                                      refused, data):
     encoder = ActionChunkEncoder()
     for (sec, nanosec), request_id, period in zip(stamps, request_ids, periods):
         positions = np.array(data.draw(st.lists(F32, min_size=rows * len(names),
@@ -56,8 +57,10 @@ def test_action_chunk_bytes_deserialize_to_the_fields(stamps, session, request_i
                              np.float32).reshape(rows, len(names))
         raw = encoder.encode(sec=sec, nanosec=nanosec, session_id=session,
                              request_id=request_id, joint_names=names, step_period=period,
-                             positions=positions, error=error, timings=timings)
+                             positions=positions, error=error, timings=timings,
+                             instance_id=instance, session_refused=refused)
         msg = deserialize_message(raw, ActionChunk)
+        assert (msg.instance_id, msg.session_refused) == (instance, refused)
         assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == (
             sec, nanosec, '')
         assert (msg.session_id, msg.request_id, list(msg.joint_names)) == (
@@ -219,8 +222,10 @@ def test_shared_image_decoder_reads_what_rclpy_serializes(data, frame_ids, rings
 @settings(max_examples=100, deadline=None)
 @given(data=st.data(), sessions=st.lists(TEXT, min_size=1, max_size=2),
        name_sets=st.lists(st.lists(TEXT, max_size=4), min_size=1, max_size=2),
-       errors=st.lists(TEXT, min_size=1, max_size=2))
-def test_action_chunk_decoder_reads_what_rclpy_serializes(data, sessions, name_sets, errors):
+       errors=st.lists(TEXT, min_size=1, max_size=2),
+       instances=st.lists(TEXT, min_size=1, max_size=2))
+def test_action_chunk_decoder_reads_what_rclpy_serializes(data, sessions, name_sets, errors,
+                                                          instances):
     decoder = ActionChunkDecoder()
     for _ in range(4):
         names = data.draw(st.sampled_from(name_sets))
@@ -233,7 +238,8 @@ def test_action_chunk_decoder_reads_what_rclpy_serializes(data, sessions, name_s
                                          max_size=rows * len(names))),
             error=data.draw(st.sampled_from(errors)), queue_wait_ms=data.draw(F32),
             preprocess_ms=data.draw(F32), inference_ms=data.draw(F32),
-            postprocess_ms=data.draw(F32))
+            postprocess_ms=data.draw(F32), instance_id=data.draw(st.sampled_from(instances)),
+            session_refused=data.draw(st.booleans()))
         msg.header.stamp.sec, msg.header.stamp.nanosec = data.draw(SEC), data.draw(NANOSEC)
         got = decoder.decode(serialize_message(msg))
         assert got.stamp_ns == stamp_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)
@@ -241,6 +247,8 @@ def test_action_chunk_decoder_reads_what_rclpy_serializes(data, sessions, name_s
                 got.step_count, got.error) == (msg.session_id, msg.request_id, tuple(names),
                                                msg.step_period, rows, msg.error)
         assert list(got.positions) == list(msg.positions)
+        assert (got.instance_id, got.session_refused) == (msg.instance_id,
+                                                          msg.session_refused)
         assert [got.queue_wait_ms, got.preprocess_ms, got.inference_ms, got.postprocess_ms] \
             == [msg.queue_wait_ms, msg.preprocess_ms, msg.inference_ms, msg.postprocess_ms]
 
@@ -250,9 +258,10 @@ def test_what_our_encoders_write_our_decoders_read_through_the_layout():
     for request_id in range(3):
         got = decoder.decode(encoder.encode(
             sec=5, nanosec=request_id, session_id='s', request_id=request_id,
-            joint_names=['a', 'b'], step_period=0.1, positions=np.full((3, 2), request_id)))
-        assert (got.request_id, got.stamp_ns, list(got.positions)) == (
-            request_id, 5_000_000_000 + request_id, [request_id] * 6)
+            joint_names=['a', 'b'], step_period=0.1, positions=np.full((3, 2), request_id),
+            instance_id='i1'))
+        assert (got.request_id, got.stamp_ns, list(got.positions), got.instance_id) == (
+            request_id, 5_000_000_000 + request_id, [request_id] * 6, 'i1')
     assert decoder._layout is not None
     refs, ref_decoder = SharedImageEncoder('cam', 'ring'), SharedImageDecoder()
     for sequence in range(1, 4):

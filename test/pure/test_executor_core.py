@@ -284,6 +284,39 @@ def test_failed_request_is_retried_after_one_action_period():
     out = loop.tick()
     assert out.request.request_id == 2
     assert core.stats().request_failures == 1
+    assert core.stats().request_retries == 1
+
+
+def test_failures_in_a_row_are_retried_with_a_growing_pause_never_every_tick():
+    core = make_executor()
+    loop = Loop(core)
+    sent = []
+    for _ in range(90):   # 3 s of ticks; every request fails the moment it is sent
+        out = loop.tick()
+        if out.request is not None:
+            sent.append(round(out.request.sent_time, 4))
+            core.on_request_failed(out.request.request_id, 'missing observation',
+                                   out.request.sent_time)
+    gaps = [round(b - a, 4) for a, b in zip(sent, sent[1:])]
+    assert gaps == sorted(gaps) and gaps[0] >= 0.1 and max(gaps) <= 1.0 + 0.1
+    assert len(sent) <= 8
+    stats = core.stats()
+    assert (stats.request_failures, stats.request_retries) == (len(sent), len(sent) - 1)
+
+
+def test_a_server_loss_names_why_in_the_message_and_the_fault():
+    core, _ = started_with([0.0] * 3)
+    core.server_lost(0.2, 'policy server instance a lost: instance b sent a chunk')
+    assert core.stats().message == ('server lost: policy server instance a lost: instance b '
+                                    'sent a chunk; this session does not resume')
+    assert core.tick(0.25).request is None
+    now = 0.3
+    while core.state is not State.STOPPING and now < 10.0:
+        core.tick(now)
+        now += 0.05
+    assert core.stats().message.startswith('fault: starved: the server was lost (policy server '
+                                           'instance a lost: instance b sent a chunk) and '), \
+        core.stats().message
 
 
 # ----------------------------------------------------------------------------- validation

@@ -22,7 +22,7 @@ import pytest
 from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.executor.merge import Plan
 from remote_inference_py.executor.requests import (
-    Closed, CLOSED_REQUESTS_KEPT, Closure, Kind, RequestTable)
+    Closed, CLOSED_REQUESTS_KEPT, Closure, Kind, RequestTable, RETRY_PAUSE_MAX_S)
 from remote_inference_py.executor.timeline import Timeline
 
 FPS = 10.0
@@ -103,6 +103,34 @@ def test_a_failure_pauses_new_requests_for_exactly_the_pause():
     assert table.closure(1).detail == 'queue full' and len(table) == 0
     assert table.due(1.0999, CONFIG, 0.0, None, True) is None
     assert table.due(1.1, CONFIG, 0.0, None, True) is not None
+
+
+def test_failures_in_a_row_double_the_pause_up_to_the_bound_and_an_answer_resets_it():
+    table = RequestTable()
+    now = 0.0
+    assert RETRY_PAUSE_MAX_S == 1.0
+    for pause in [0.125, 0.25, 0.5, 1.0, 1.0, 1.0]:
+        request = table.open(now, now, 0.0, Kind.RECOVERY)
+        assert table.fail(request.request_id, 'missing observation', now, 0.125)
+        assert table.due(now + pause - 1e-9, CONFIG, 0.0, 0.0, True) is None
+        now += pause
+        assert table.due(now, CONFIG, 0.0, 0.0, True) is not None
+    assert table.failures_in_a_row == 6
+    request = table.open(now, now, 0.0, Kind.RECOVERY)
+    table.answer(request.request_id, now + 0.05)
+    assert table.failures_in_a_row == 0
+    request = table.open(now + 0.1, now, 0.0, Kind.RECOVERY)
+    table.fail(request.request_id, 'missing observation', now + 0.1, 0.1)
+    assert table.due(now + 0.1999, CONFIG, 0.0, 0.0, True) is None
+    assert table.due(now + 0.2, CONFIG, 0.0, 0.0, True) is not None
+
+
+def test_a_base_pause_above_the_bound_is_kept():
+    table = table_with(2)
+    table.fail(1, 'x', 0.0, 1.5)
+    table.fail(2, 'x', 0.0, 1.5)
+    assert table.due(1.4999, CONFIG, 0.0, 0.0, True) is None
+    assert table.due(1.5, CONFIG, 0.0, 0.0, True) is not None
 
 
 def test_closures_are_kept_for_the_most_recent_requests_only():

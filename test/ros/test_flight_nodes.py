@@ -23,7 +23,6 @@ Assertions are on counts and states, never on wall-clock speed.
 
 from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest
 
-from remote_inference_py.contract.admission import PRESENCE_LEASE_S
 from remote_inference_py.transport import qos
 
 SEMANTICS = 'so101-degrees-gripper-percent-v1'
@@ -43,7 +42,7 @@ class Traffic:
                                  qos.COMMANDS)
         node.create_subscription(ActionChunk, 'policy/chunk',
                                  lambda m: self.events.append(('chunk', m.request_id)),
-                                 qos.chunks(PRESENCE_LEASE_S))
+                                 qos.CHUNKS)
 
     def most_in_flight(self):
         """Return the most requests sent and not yet answered at any one time."""

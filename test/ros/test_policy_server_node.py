@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 from rclpy.duration import Duration
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from remote_inference.msg import ActionChunk, InferenceRequest
+from remote_inference.msg import ActionChunk, InferenceRequest, ServerPresence
 from ros_fixtures import NodeProcess
 
 from remote_inference_py.contract.admission import PROTOCOL_VERSION
@@ -52,6 +52,9 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
         'feature_topics': ['observation.images.front=cameras/front/image_raw/compressed'],
         'observation_wait_s': 0.3})
     robot = Robot(ros, camera='compressed', camera_topic='cameras/front/image_raw/compressed')
+    presence = []
+    node.create_subscription(ServerPresence, 'policy/presence',
+                             lambda msg: presence.append((time.monotonic(), msg)), qos.PRESENCE)
     ready = server.wait_for_output(READY, 20, spinner)
     assert ready.group(1) == 'demo_test' and ready.group(3) == 'one client'
     assert ('transport: plain rclpy messages' in server.output()) == (transport == 'plain')
@@ -59,6 +62,11 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     caps = robot.capabilities()
     assert caps.success and caps.protocol_version == PROTOCOL_VERSION
     assert caps.instance_id == ready.group(2) and caps.semantics == SO101
+    # Presence samples of this instance, every lease / 8, counted from 1.
+    spinner.until(lambda: len(presence) >= 3, 10, 'three presence samples')
+    first = presence[0][1]
+    assert (first.instance_id, first.lease_s, first.period_s) == (
+        caps.instance_id, caps.presence_lease_s, caps.presence_lease_s / 8)
     assert list(caps.action_names) == JOINTS and caps.action_rate == 30.0
     assert caps.chunk_length == 50 and caps.max_clients == 1 and caps.active_clients == 0
     assert set(caps.supported_merge_modes) == {'append', 'aligned', 'ensemble', 'synchronous'}
@@ -88,6 +96,7 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     robot.request(session, 1, earliest)
     chunk = robot.answer(1)
     assert chunk.error == '' and chunk.session_id == session
+    assert chunk.instance_id == caps.instance_id and not chunk.session_refused
     assert list(chunk.joint_names) == JOINTS and chunk.step_count == 50
     assert chunk.step_period == pytest.approx(1 / 30)
     assert stamp_ns(chunk.header.stamp) >= earliest.nanoseconds
@@ -98,6 +107,7 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     robot.request('not-a-session', 2)
     refusal = robot.answer(2)
     assert refusal.step_count == 0 and 'is not admitted by this server instance' in refusal.error
+    assert refusal.session_refused and refusal.instance_id == caps.instance_id
 
     # Bad joint states and frames are rejected with named errors; the server keeps serving.
     robot.positions = [0.0] * 5 + [float('nan')]
@@ -117,6 +127,7 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     robot.request(session, 3)
     failed = robot.answer(3)
     assert failed.step_count == 0 and 'corrupt JPEG' in failed.error, failed.error
+    assert not failed.session_refused   # a transient failure: worth a retry
     log = server.output()
     assert "[non_finite]: joint 'gripper' has a non-finite position" in log
     assert '[shape]: joint_states has 6 names but 5 positions' in log
@@ -131,10 +142,13 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
 
     # extra_compute_s is live and counted as inference time; extra_latency_s holds the answer
     # back after it was computed.
-    result = set_double(ros, 'policy_server', 'extra_compute_s', 0.3)
+    result = set_double(ros, 'policy_server', 'extra_compute_s', 1.5)
     assert result.successful, result.reason
     robot.request(session, 5)
-    assert robot.answer(5).inference_ms >= 300.0
+    busy = len(presence)
+    assert robot.answer(5).inference_ms >= 1500.0
+    # A busy inference thread does not hold the presence samples up (its own thread).
+    assert len(presence) - busy >= 2, 'presence samples stopped while inference was busy'
     assert set_double(ros, 'policy_server', 'extra_compute_s', 0.0).successful
     assert set_double(ros, 'policy_server', 'extra_latency_s', 0.3).successful
     sent = time.monotonic()
@@ -152,7 +166,12 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     other = robot.admit(caps, client_name='/other_executor')
     assert other.success, other.message
     robot.request(session, 7)
-    assert 'was released (idle for' in robot.answer(7).error
+    released = robot.answer(7)
+    assert 'was released (idle for' in released.error and released.session_refused
+    sequences = [msg.sequence for _, msg in presence]
+    assert sequences == sorted(set(sequences)), sequences[:20]   # best effort: may skip
+    gaps = [b - a for (a, _), (b, _) in zip(presence, presence[1:])]
+    assert max(gaps) < caps.presence_lease_s * 7 / 8, max(gaps)
     server.wait_for_output(r'client\(s\); last period: \d+ requests', 8, spinner)
 
 

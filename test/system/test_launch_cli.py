@@ -144,7 +144,7 @@ class Observer:
             f'{np.round(self.initial, 3)}\n{launch.output()[-6000:]}')
         assert not launch.alive_children(timeout=20.0)
         stop = launch.output()[launch.stop_mark:]
-        assert 'policy server lost' not in stop and '[ERROR]' not in stop, stop[-6000:]
+        assert 'will not resume' not in stop and '[ERROR]' not in stop, stop[-6000:]
 
 
 @pytest.fixture

@@ -18,11 +18,11 @@ another, joined by a veth pair this test creates (addresses exist only inside th
 namespaces). DDS runs over UDP on the link only: shared memory is off, since namespaces do not
 separate /dev/shm and the link would otherwise not be the only path.
 
-The arm keeps moving across the link. A drop shorter than the presence lease (a Wi-Fi
-hiccup) costs at most a hold: the session carries on. When the link stays down, the executor
-holds, faults after the grace, returns the arm and exits non-zero. A camera policy on the
-server host gets the robot's frames as JPEG (``image_transport: compressed``): no raw Image
-crosses.
+The arm keeps moving across the link. A drop inside the presence tolerance (lease - lease / 8,
+3.5 s by default; a Wi-Fi hiccup) costs at most a hold: the session carries on. When the link
+stays down, the executor holds, faults after the grace, returns the arm and exits non-zero. A
+camera policy on the server host gets the robot's frames as JPEG (``image_transport:
+compressed``): no raw Image crosses.
 """
 
 import os
@@ -36,6 +36,9 @@ import uuid
 from camera_sources import write_video
 from node_fixtures import cameras, params
 import pytest
+
+from remote_inference_py.contract.admission import PRESENCE_LEASE_S
+from remote_inference_py.contract.presence import presence_tolerance
 
 
 def ip(*args):
@@ -84,8 +87,8 @@ def status_lines(printer):
                       printer.output(), re.M)
 
 
-@pytest.mark.parametrize('drop_s', [0.5, 2.0])
-def test_a_link_drop_shorter_than_the_lease_costs_no_session(
+@pytest.mark.parametrize('drop_s', [0.5, presence_tolerance(PRESENCE_LEASE_S) - 0.3])
+def test_a_link_drop_inside_the_presence_tolerance_costs_no_session(
         two_hosts, processes, tmp_path, drop_s):
     env = udp_only_env(tmp_path)
 
@@ -99,7 +102,8 @@ def test_a_link_drop_shorter_than_the_lease_costs_no_session(
     executor = processes.console_script(
         'executor', node_name='executor', prefix=on('robot'), env=env,
         params={'deployment': 'test', 'autostart': True, 'return_speed_rad_s': 1.0,
-                'max_step_rad': 0.5, 'admission_timeout_s': 60.0})   # default lease and grace
+                'max_step_rad': 0.5, 'admission_timeout_s': 60.0,   # the default lease
+                'starvation_grace_s': 8.0})   # the hold outlasts the drop: only presence counts
     printer.wait_for_output(r'STATUS RUNNING .*chunks=[3-9]', timeout=60)
     before = status_lines(printer)[-1]
     netns, dev, _ = two_hosts['robot']
@@ -118,7 +122,7 @@ def test_a_link_drop_shorter_than_the_lease_costs_no_session(
     assert after[0] == 'RUNNING' and int(after[1]) >= int(before[1]) + 5, after
     assert 'FAULT' not in states and after[3] == before[3], 'the session did not carry on'
     assert after[2] == 'alive'
-    assert 'policy server lost' not in executor.output()
+    assert 'policy server instance' not in executor.output()
     assert executor.stop() == 0
 
 
@@ -147,7 +151,7 @@ def test_arm_moves_across_the_link_and_faults_cleanly_when_it_is_cut(
     printer.wait_for_output(r'STATUS FAULT', timeout=15)
     assert executor.wait(20) != 0
     log = executor.output()
-    assert 'policy server lost' in log or 'grace' in log, log
+    assert 'policy server instance scripted lost' in log or 'grace' in log, log
     final = re.findall(r'^CMD t=\d+ (.*)$', arm.output(), re.M)[-1]
     assert max(abs(float(v)) for v in final.split()) < 1e-3, 'did not return to initial pose'
     assert server.proc.poll() is None, 'the server should still be running on its host'

@@ -59,7 +59,7 @@ MAX_REQUESTS_IN_FLIGHT = 8
 """Upper bound of requests one client may keep in flight (docs/design.md, section 4)."""
 
 PRESENCE_LEASE_S = 4.0
-"""Default liveliness lease of the server's chunk publisher [s] (docs/design.md, section 7).
+"""Default presence lease [s] (docs/design.md, section 7; the cadence is :mod:`.presence`).
 
 A server silent for this long is lost, and the session never resumes. It must ride through
 what a loaded host and a Wi-Fi link produce (measured by bench/bench_presence.py) and stay

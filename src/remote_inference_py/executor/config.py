@@ -227,8 +227,9 @@ class NodeSettings:
     autostart: bool = setting(
         False, 'Start motion right after admission (otherwise call executor/start).', live=True)
     presence_lease_s: float = setting(
-        PRESENCE_LEASE_S, 'The server counts as lost when policy/chunk is silent this long (its '
-        'liveliness lease); the server must use the same.', unit='s', low=0.1, high=3600.0)
+        PRESENCE_LEASE_S, 'The admitted server counts as lost when nothing of it (presence '
+        'sample, chunk) came this long; a silence up to 7/8 of it never costs the session. The '
+        'server must use the same.', unit='s', low=0.1, high=3600.0)
     admission_timeout_s: float = setting(
         30.0, 'Fault if the server cannot be reached for admission, or its request and chunk '
         'topics do not match, within this long.', unit='s', low=0.1, high=3600.0, live=True)

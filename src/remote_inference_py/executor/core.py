@@ -59,7 +59,10 @@ The rules in detail (docs/design.md explains why):
   flight; a chunk that answers it later is dropped, never used. Refill
   requests ask for a capture no older than one action period before sending; recovery and
   startup requests for a capture at or after the wait began; synchronous requests for a capture
-  at or after sending. After a failed request the next one waits at least one action period.
+  at or after sending. After a failed request the next one (a retry, counted in
+  `request_retries`) waits one action period, doubling with every failure in a row up to
+  `requests.RETRY_PAUSE_MAX_S`; an answer ends the streak. A refusal that retrying cannot
+  change is no failure: the caller reports it as the server lost (`server_lost`).
   Turnaround samples come from every chunk that answers the in-flight request, even one dropped
   for its content: a late, unusable chunk is exactly the latency the refill must cover.
 - Committed plan (rtc merge, docs/design.md section 11). A refill request carries the targets
@@ -148,6 +151,7 @@ class ExecutorCore:
         self._status = Status(State.IDLE)   # the state, its message, the events to log
         self._session_id = ''
         self._server_lost = False
+        self._server_lost_why = ''
 
     # ---------------------------------------------------------------- read-only views
 
@@ -237,18 +241,24 @@ class ExecutorCore:
         """Fault at `now` for a reason found outside the core (returns home when healthy)."""
         self._fault(reason, now)
 
-    def server_lost(self, now: float) -> None:
-        """Observe server loss: no more requests, buffered actions drain, never resumes."""
+    def server_lost(self, now: float, why: str = '') -> None:
+        """Observe server loss: no more requests, buffered actions drain, never resumes.
+
+        `why` (e.g. which instance was lost and how it showed) heads the status message.
+        """
         if self._server_lost:
             return
         self._server_lost = True
+        self._server_lost_why = why
         lost = self._requests.close_all(Closure(Closed.SERVER_LOST, now))
         if lost:
             self._status.event(f'{requests_text(lost)} abandoned: the server was lost')
+        head = f'{why}; ' if why else ''
         if self.state == State.READY:
-            self._enter_terminal(State.FAULT, 'server lost before start')
+            self._enter_terminal(State.FAULT, 'server lost before start'
+                                 + (f': {why}' if why else ''))
         elif self.state in (State.RUNNING, State.WAITING):
-            self._status.message = 'server lost: this session does not resume'
+            self._status.message = f'server lost: {head}this session does not resume'
             buffered = self._timeline.buffered_playback()
             self._status.event(f'server lost: no more requests; {buffered:.2f} s of buffered '
                                'actions may drain, then hold until the grace expires')
@@ -314,7 +324,8 @@ class ExecutorCore:
         if self._robot.waiting_since is None:
             self._begin_wait(tick, now)
         elif self._robot.grace_expired(now, grace):
-            why = (f'the server was lost and nothing was buffered for {grace:g} s'
+            lost = f' ({self._server_lost_why})' if self._server_lost_why else ''
+            why = (f'the server was lost{lost} and nothing was buffered for {grace:g} s'
                    if self._server_lost else f'no usable chunk arrived within the {grace:g} s'
                    ' grace')
             self._fault(f'starved: {why} (waiting since t={self._robot.waiting_since:.3f})',
@@ -346,9 +357,12 @@ class ExecutorCore:
         for request_id in self._requests.expire(now, timeout):
             self._counters.add('request_timeouts')
             self._status.event(f'request {request_id} timed out after {timeout:g} s')
+        retry = self._requests.failures_in_a_row > 0
         order = self._requests.order(now, self._cfg, self._timeline, self._robot.waiting_since)
         if order is not None:
             self._counters.add('requests')
+            if retry:
+                self._counters.add('request_retries')
         return order
 
     def on_request_failed(self, request_id: int, reason: str, now: float) -> bool:

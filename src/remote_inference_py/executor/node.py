@@ -28,7 +28,8 @@ name                       dir    type                         role
 ``joint_states``           in     sensor_msgs/JointState       measured pose (by name)
 ``applied_command``        in     sensor_msgs/JointState       target the driver really applied
 ``hardware/info``          in     remote_inference/HardwareInfo  position-hold declaration
-``policy/chunk``           in     remote_inference/ActionChunk   chunks (liveliness = server alive)
+``policy/chunk``           in     remote_inference/ActionChunk   chunks and error answers
+``policy/presence``        in     remote_inference/ServerPresence  the server's presence samples
 ``policy/request``         out    remote_inference/InferenceRequest
 ``joint_commands``         out    JointState / Float64MultiArray / JointTrajectory (one point)
 ``executor/status``        out    remote_inference/ExecutorStatus  latched, 10 Hz and on change
@@ -42,6 +43,11 @@ Threads: the control tick runs on a thread of its own with absolute deadlines
 (``common/ticker.py``); messages, services and the status timer are handled by rclpy's
 EventsExecutor on another (``run_node``). Every callback only hands data to the core and
 returns in well under a millisecond, and every core call is made under one lock.
+
+Server presence (:mod:`.presence`): every presence sample, chunk and error answer is noted
+with the instance id it carries, and every tick checks the lease; a loss of the admitted
+instance (lease expired, another instance heard, or a refusal retrying cannot change) is
+reported once, through :meth:`ExecutorNode.on_server_lost`.
 """
 
 import collections
@@ -52,7 +58,6 @@ import traceback
 import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.duration import Duration
-from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.time import Time
 from remote_inference.msg import (
@@ -60,6 +65,7 @@ from remote_inference.msg import (
     HardwareInfo,
     InferenceRequest,
     ObservationFeature,
+    ServerPresence as ServerPresenceMsg,
 )
 from remote_inference.srv import Admit, GetCapabilities
 from sensor_msgs.msg import JointState
@@ -75,6 +81,7 @@ from remote_inference_py.executor.admission import (
     Admission, Admitted, AskAdmission, AskCapabilities, Client, Facts, Hardware, Phase, Refused)
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
+from remote_inference_py.executor.presence import ServerLoss, ServerPresence
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.endpoints import (
     subscribe_chunks, subscribe_joint_states, TransportChoiceError)
@@ -105,9 +112,7 @@ class ExecutorNode(Node):
         self.admission = Admission(self._admission_client(), time.monotonic())
         self.admission_future = None   # the service call whose reply admission waits for
         self.start_requested = self.settings.autostart
-        self.server_seen = False      # the chunk publisher was alive once
-        self.server_alive = False
-        self.server_last_seen = None  # monotonic time of the last chunk or liveliness change
+        self.presence = ServerPresence(self.settings.presence_lease_s)   # under self.lock
         self.last_summary = time.monotonic()
         self.last_stats = None
         self.capabilities = None
@@ -122,10 +127,10 @@ class ExecutorNode(Node):
                                callback_group=io)
         self.create_subscription(HardwareInfo, 'hardware/info', self.on_hardware_info,
                                  qos.LATCHED, callback_group=io)
-        self.chunk_sub = subscribe_chunks(
-            self, 'policy/chunk', self.on_chunk, qos.chunks(self.settings.presence_lease_s),
-            callback_group=io,
-            event_callbacks=SubscriptionEventCallbacks(liveliness=self.on_server_liveliness))
+        self.chunk_sub = subscribe_chunks(self, 'policy/chunk', self.on_chunk, qos.CHUNKS,
+                                          callback_group=io)
+        self.create_subscription(ServerPresenceMsg, 'policy/presence', self.on_presence,
+                                 qos.PRESENCE, callback_group=io)
         self.request_pub = self.create_publisher(InferenceRequest, 'policy/request',
                                                  qos.COMMANDS)
         self.command_pub = self.create_publisher(
@@ -203,10 +208,28 @@ class ExecutorNode(Node):
             with self.lock:
                 self.core.on_actuation_failed(f'hardware interface fault: {msg.message}')
 
+    def on_presence(self, msg):
+        """Note a presence sample of the server (another instance loses the admitted one)."""
+        now = time.monotonic()
+        with self.lock:
+            loss = self.presence.heard(msg.instance_id, now, 'a presence sample')
+        if loss is not None:
+            self.on_server_lost(loss)
+
     def on_chunk(self, msg):
         """Validate and merge a chunk (the core drops it whole, with a reason, if bad)."""
         now = time.monotonic()
-        self.server_last_seen = now
+        with self.lock:
+            if msg.session_refused:
+                loss = self.presence.refused(msg.instance_id, msg.error, now)
+            else:
+                loss = self.presence.heard(msg.instance_id, now,
+                                           'an answer' if msg.error else 'a chunk')
+        if loss is not None:
+            self.on_server_lost(loss)
+        if msg.session_refused:   # never retried: the loss above ends the requests
+            self.get_logger().warning(f'request {msg.request_id} refused: {msg.error}')
+            return
         chunk = Chunk(session_id=msg.session_id, request_id=msg.request_id,
                       capture_time=msg.stamp_ns * 1e-9 - self._clock_offset(),
                       joint_names=tuple(msg.joint_names), step_period=msg.step_period,
@@ -232,22 +255,19 @@ class ExecutorNode(Node):
         else:
             self.get_logger().warning(f'dropped chunk {msg.request_id}: {verdict.reason}')
 
-    def on_server_liveliness(self, info):
-        """Observe server presence through the chunk publisher's liveliness."""
-        self.server_alive = info.alive_count > 0
-        if self.server_alive:
-            self.server_seen = True
-            self.server_last_seen = time.monotonic()
-            return
-        if self.server_seen and self.admission.phase is Phase.ADMITTED:
-            with self.lock:
-                stopping = self.core.state in (State.STOPPING, State.STOPPED, State.FAULT)
-                self.core.server_lost(time.monotonic())
-            if stopping:   # a whole-system stop: the return needs no server
-                self.get_logger().info('policy server gone while stopping')
-            else:
-                self.get_logger().error('policy server lost (chunk publisher not alive); '
-                                        'this session will not resume')
+    def on_server_lost(self, loss: ServerLoss):
+        """Report the loss of the admitted server (once): no more requests, hold, fault.
+
+        The one place a loss is acted on; ``loss.reason`` says how it showed (a
+        :class:`.presence.LossReason`).
+        """
+        with self.lock:
+            stopping = self.core.state in (State.STOPPING, State.STOPPED, State.FAULT)
+            self.core.server_lost(loss.at, loss.describe())
+        if stopping:   # a whole-system stop: the return needs no server
+            self.get_logger().info(f'policy server gone while stopping ({loss.describe()})')
+        else:
+            self.get_logger().error(f'{loss.describe()}; this session will not resume')
 
     # ---- time ---------------------------------------------------------------------------
 
@@ -295,6 +315,7 @@ class ExecutorNode(Node):
                 self.capabilities = action.capabilities
                 with self.lock:
                     self.core.admit(action.session_id, action.chunk_length)
+                    self.presence.admit(action.instance_id, now_mono)
                 self.get_logger().info(
                     f'admitted: session={action.session_id} instance={action.instance_id} '
                     f'deployment={self.settings.deployment} '
@@ -342,6 +363,10 @@ class ExecutorNode(Node):
         self.last_tick_time = now
         if not self.admission.done:
             self._advance_admission(now)
+        with self.lock:
+            loss = self.presence.check(now)
+        if loss is not None:
+            self.on_server_lost(loss)
         with self.lock:
             if self.start_requested and self.core.state == State.READY:
                 why = self.admission.not_ready_to_start(self.measured_once, self.hardware)
@@ -470,10 +495,10 @@ class ExecutorNode(Node):
         msg.state_name = stats.state.name
         msg.message = stats.message
         msg.session_id = stats.session_id
-        msg.server_presence = ('alive' if self.server_alive else
-                               'lost' if self.server_seen else 'unknown')
-        last_seen = self.server_last_seen
-        msg.server_last_seen_s = -1.0 if last_seen is None else time.monotonic() - last_seen
+        with self.lock:
+            msg.server_presence = self.presence.state
+            silence = self.presence.silence(time.monotonic())
+        msg.server_last_seen_s = -1.0 if silence is None else silence
         msg.presence_lease_s = float(self.settings.presence_lease_s)
         msg.buffered_playback_s = stats.buffered_playback_s
         msg.refill_s = stats.refill_s
@@ -484,6 +509,7 @@ class ExecutorNode(Node):
         msg.ticks = stats.ticks
         msg.requests = stats.requests
         msg.requests_in_flight = stats.requests_in_flight
+        msg.request_retries = stats.request_retries
         msg.chunks_accepted = stats.chunks_accepted
         msg.chunks_dropped = stats.chunks_dropped
         msg.starved_ticks = stats.starved_ticks
@@ -510,7 +536,8 @@ class ExecutorNode(Node):
             f'turnaround p50 {stats.p50_turnaround_s * 1000:.0f} ms max '
             f'{stats.max_turnaround_s * 1000:.0f} ms, buffered {stats.buffered_playback_s:.2f} s,'
             f' effective refill {stats.effective_refill_s:.2f} s; totals: '
-            f'{stats.starved_ticks} starved ticks, {stats.chunks_dropped} dropped chunks'
+            f'{stats.starved_ticks} starved ticks, {stats.request_retries} retried requests, '
+            f'{stats.chunks_dropped} dropped chunks'
             f'{" (last: " + stats.last_drop_reason + ")" if stats.chunks_dropped else ""}')
 
     def _settings_text(self):

@@ -20,8 +20,10 @@ failed on the server, abandoned when the server was lost or at shutdown. A close
 typed :class:`Closure`, never a string parsed back; :meth:`RequestTable.answer` turns it into
 the reason a late chunk is dropped with. The table also owns the turnaround samples (every
 chunk answering a request in flight gives one, even one dropped for its content), what the
-requests in flight will cover (the chunk horizon) and the pause after a failed request, and
-from these says when the next request is due and what it asks for (:meth:`RequestTable.due`):
+requests in flight will cover (the chunk horizon) and the pause after a failed request (a
+bounded backoff: the pause doubles with every failure in a row, from the caller's base up to
+:data:`RETRY_PAUSE_MAX_S`, and an answered request ends the streak), and from these says when
+the next request is due and what it asks for (:meth:`RequestTable.due`):
 
 - synchronous: when the plan is empty and nothing is in flight, for a capture at or after
   sending;
@@ -43,6 +45,9 @@ from remote_inference_py.executor.refill import (
 
 CLOSED_REQUESTS_KEPT = 64
 """How many closed requests the table remembers (to name why a late chunk is dropped)."""
+
+RETRY_PAUSE_MAX_S = 1.0
+"""The longest pause after failed requests [s] (unless the base pause is longer)."""
 
 
 class Kind(str, enum.Enum):
@@ -135,6 +140,8 @@ class RequestTable:
         self._closed = OrderedDict()       # request_id -> Closure, oldest first
         self._next_id = 1
         self._not_before = -math.inf
+        self.failures_in_a_row = 0
+        """Requests that failed since the last answered one (the next one is a retry)."""
         self.horizon_s = 0.0
         """How far past its earliest capture a request in flight covers the plan [s]."""
         self.turnaround = TurnaroundEstimator()
@@ -187,14 +194,18 @@ class RequestTable:
         return expired
 
     def fail(self, request_id: int, reason: str, now: float, pause_s: float) -> bool:
-        """Close a request the server could not serve; no new one for `pause_s`.
+        """Close a request the server could not serve and pause new ones.
 
-        Return False (and change nothing) if it was not in flight.
+        The pause is `pause_s` after the first failure in a row and doubles with each further
+        one, up to max(`pause_s`, RETRY_PAUSE_MAX_S). Return False (and change nothing) if it
+        was not in flight.
         """
         if request_id not in self._in_flight:
             return False
         self.close(request_id, Closure(Closed.FAILED, now, detail=reason))
-        self._not_before = now + pause_s
+        self.failures_in_a_row += 1
+        pause = pause_s * 2 ** min(self.failures_in_a_row - 1, 32)
+        self._not_before = now + min(pause, max(pause_s, RETRY_PAUSE_MAX_S))
         return True
 
     def answer(self, request_id: int, now: float):
@@ -207,6 +218,7 @@ class RequestTable:
         if request is None:
             return None, None, self._why_not_in_flight(request_id)
         turnaround = now - request.sent_time
+        self.failures_in_a_row = 0
         self.turnaround.add(max(0.0, turnaround), steady=request.kind.steady)
         self.close(request_id, Closure(Closed.ANSWERED, now))
         return request, turnaround, ''

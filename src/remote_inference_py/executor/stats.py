@@ -27,7 +27,8 @@ RECENT_SEAMS = 50
 
 COUNTERS = ('ticks', 'dispatched_ticks', 'held_ticks', 'starved_ticks', 'skipped_ticks',
             'return_ticks', 'requests', 'request_timeouts', 'request_failures',
-            'drained_requests', 'chunks_accepted', 'chunks_dropped', 'trimmed_steps')
+            'request_retries', 'drained_requests', 'chunks_accepted', 'chunks_dropped',
+            'trimmed_steps')
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class ExecutorStats:
     requests: int
     request_timeouts: int
     request_failures: int
+    request_retries: int
     drained_requests: int
     chunks_accepted: int
     chunks_dropped: int

@@ -111,8 +111,9 @@ class ServerConfig:
         'inference thread) when warm-up measured a forward pass this fast and one '
         'robot is served; 0: never.', unit='ms', low=0.0, high=100.0)
     presence_lease_s: float = setting(
-        PRESENCE_LEASE_S, 'Liveliness lease of policy/chunk: silent this long, the server '
-        'counts as lost; clients must use the same.', unit='s', low=0.1, high=3600.0)
+        PRESENCE_LEASE_S, 'Presence lease: a presence sample goes out every lease / 8 on '
+        'policy/presence; silent this long, the server counts as lost. Clients must use the '
+        'same.', unit='s', low=0.1, high=3600.0)
     flow_steps: int = setting(
         0, "Euler steps of a flow_matching policy's sampler; 0: the manifest's.", low=0,
         high=MAX_STEPS)

@@ -49,7 +49,9 @@ missing stream, headed by its kind: ``stale observation`` (a stream's newest sam
 captured before the earliest capture stamp: a camera that stalled or was unplugged),
 ``missing observation`` (a stream has delivered nothing usable yet) or ``unusable
 observation`` (samples failed to decode). The requests still waiting for a session that
-admission releases are answered ``session released``.
+admission releases are answered ``session released``. That answer, and the refusal of a
+request whose session this instance does not serve (never admitted here, released, or
+admitted for another robot), are marked ``session_refused``: retrying cannot change them.
 Ready requests of different sessions are batched into one forward pass, up to
 ``max_batch_size`` and what the runtime declares; the rest wait for the next pass.
 
@@ -132,6 +134,7 @@ class Answer:
     timings: RequestTimings = dataclasses.field(default_factory=RequestTimings)
     batch_size: int = 0
     sent_ns: int = 0
+    session_refused: bool = False   # this instance does not serve the session: never retry
 
 
 @dataclasses.dataclass
@@ -266,7 +269,7 @@ class PolicyServerCore:
                 self.stats.count('superseded')
                 answers.append(self._error(job.request, (
                     f'{SESSION_RELEASED}: session {session_id} was released before request '
-                    f'{job.request.request_id} was served')))
+                    f'{job.request.request_id} was served'), session_refused=True))
             self._queue_bound.pop(session_id, None)
         if result.success:
             self._queue_bound[result.session_id] = max(1, min(
@@ -325,7 +328,7 @@ class PolicyServerCore:
         why = self.sessions.touch(request.session_id, request.robot)
         if why is not None:
             self.stats.count('refused')
-            return self._error(request, why)
+            return self._error(request, why, session_refused=True)
         now = self.clock()
         queue = self._pending.setdefault(request.session_id, collections.deque())
         bound = self._queue_bound.get(request.session_id,
@@ -368,10 +371,10 @@ class PolicyServerCore:
         self.stats.count('refused')
         return self._error(request, message)
 
-    def _error(self, request: Request, message: str) -> Answer:
+    def _error(self, request: Request, message: str, session_refused: bool = False) -> Answer:
         return Answer(request.robot, request.session_id, request.request_id,
                       self.spec.action_joints, self.step_period, error=message,
-                      sent_ns=request.sent_ns)
+                      sent_ns=request.sent_ns, session_refused=session_refused)
 
     def pending_count(self) -> int:
         """Return the number of requests not taken into a forward pass yet."""
@@ -560,7 +563,8 @@ class PolicyServerCore:
             self.stats.count('superseded')
             return self._error(job.request, f'{SESSION_RELEASED}: session {session_id} was '
                                             f'released before request '
-                                            f'{job.request.request_id} was served')
+                                            f'{job.request.request_id} was served',
+                               session_refused=True)
         bound = self._queue_bound[session_id]
         queue = self._pending.setdefault(session_id, collections.deque())
         if len(queue) < bound:

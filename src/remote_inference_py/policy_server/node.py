@@ -32,7 +32,8 @@ name                           dir    type                             QoS
 ``<ns>/<privileged topic>``    in     std_msgs/Float64MultiArray or    best effort
                                       geometry_msgs/PoseStamped
 ``<ns>/policy/request``        in     remote_inference/InferenceRequest  commands
-``<ns>/policy/chunk``          out    remote_inference/ActionChunk      chunks (1 s liveliness)
+``<ns>/policy/chunk``          out    remote_inference/ActionChunk      chunks (reliable)
+``<ns>/policy/presence``       out    remote_inference/ServerPresence   presence (best effort)
 ``<ns>/policy/get_capabilities``  srv  remote_inference/GetCapabilities
 ``<ns>/policy/admit``          srv    remote_inference/Admit
 =============================  =====  ===============================  ========================
@@ -46,6 +47,11 @@ A raw camera whose publisher offers its frames through shared memory on this hos
 (``<camera topic>/shm``, remote_inference/SharedImage, see :mod:`..transport.shared_images`) is
 read from there once a frame has come through; the Image topic is read otherwise, and again
 whenever the shared frames stop or cannot be opened here (another host or user).
+
+Presence: a thread of its own publishes a presence sample (this instance's id) on every
+``<ns>/policy/presence`` every ``presence_lease_s / 8`` (:mod:`..transport.presence`), whatever
+the chunk traffic and however busy serving is; every chunk and error answer carries the
+instance id too. An executor counts the server lost after a lease without any of them.
 
 Threads: callbacks hand samples, admissions and requests to the :class:`.scheduler.Scheduler`
 (the node spins one rclpy executor, see ``run_node``), which owns the serving threads and
@@ -102,6 +108,7 @@ from remote_inference_py.policy_server.topics import COMPRESSED_SUFFIX, topic_na
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.endpoints import (
     ChunkPublisher, subscribe_joint_states, TransportChoiceError)
+from remote_inference_py.transport.presence import PresencePublisher
 from remote_inference_py.transport.shared_images import ImageInput
 
 SUMMARY_PERIOD_S = 5.0
@@ -139,6 +146,7 @@ class PolicyServerNode(Node):
         self.core = None
         self.scheduler = None
         self.chunk_pubs = {}
+        self.presence = None
         self.image_inputs = []
 
         self.config = build_config(ServerConfig, params)
@@ -158,7 +166,11 @@ class PolicyServerNode(Node):
         self.live = LiveSettings(self, (self.config,), self.apply_settings)
         self.create_timer(SUMMARY_PERIOD_S, self.log_summary)
         self.create_timer(IMAGE_PATH_CHECK_S, self.check_image_paths)
+        self.presence = PresencePublisher(
+            self, [topic_name(r, 'policy/presence') for r in settings.robot_namespaces],
+            self.instance_id, settings.presence_lease_s)
         self.scheduler.start()
+        self.presence.start()
         clients = 'one client' if settings.max_clients == 1 else \
             f'{settings.max_clients} clients'
         robots = ', '.join(repr(r) for r in settings.robot_namespaces)
@@ -199,9 +211,8 @@ class PolicyServerNode(Node):
                     lambda msg, r=robot, f=name: self.on_vector(r, f, msg), qos.IMAGES)
         self.create_subscription(InferenceRequest, topic_name(robot, 'policy/request'),
                                  lambda msg, r=robot: self.on_request(r, msg), REQUESTS_QOS)
-        self.chunk_pubs[robot] = ChunkPublisher(
-            self, topic_name(robot, 'policy/chunk'),
-            qos.chunks(self.core.settings.presence_lease_s))
+        self.chunk_pubs[robot] = ChunkPublisher(self, topic_name(robot, 'policy/chunk'),
+                                                qos.CHUNKS)
         self.create_service(GetCapabilities, topic_name(robot, 'policy/get_capabilities'),
                             lambda req, res, r=robot: self.on_capabilities(r, req, res))
         self.create_service(Admit, topic_name(robot, 'policy/admit'),
@@ -360,7 +371,8 @@ class PolicyServerNode(Node):
             request_id=answer.request_id, joint_names=answer.joint_names,
             step_period=answer.step_period, positions=positions, error=answer.error,
             timings=(timings.queue_wait_ms, timings.preprocess_ms, timings.inference_ms,
-                     timings.postprocess_ms))
+                     timings.postprocess_ms), instance_id=self.instance_id,
+            session_refused=answer.session_refused)
         where = f' robot {answer.robot!r}' if answer.robot else ''
         if answer.error:
             self.log_throttled('warning', (answer.robot, 'failed', answer.error[:40]),
@@ -414,6 +426,8 @@ class PolicyServerNode(Node):
     def close(self):
         """Stop serving, release the model and let the last chunks reach subscribers."""
         self._stop_event.set()
+        if self.presence is not None:
+            self.presence.close()
         if self.scheduler is not None:
             self.scheduler.stop()
         if self.runtime is not None:

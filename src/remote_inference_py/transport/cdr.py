@@ -165,31 +165,36 @@ class ActionChunkEncoder:
 
     @staticmethod
     def _writer(sec, nanosec, session_id, request_id, joint_names, step_period, positions,
-                error, timings) -> CdrWriter:
+                error, timings, instance_id, session_refused) -> CdrWriter:
         return (CdrWriter().header(sec, nanosec, '').string(session_id)
                 .pack('Q', 8, request_id, mark='request_id').strings(joint_names)
                 .pack('d', 8, step_period, mark='step_period')
                 .pack('I', 4, positions.shape[0])
                 .array(positions, '<f4', mark='positions').string(error)
-                .pack('4f', 4, *timings, mark='timings'))
+                .pack('4f', 4, *timings, mark='timings').string(instance_id)
+                .pack('B', 1, int(bool(session_refused))))
 
     def encode(self, *, sec: int, nanosec: int, session_id: str, request_id: int,
                joint_names: Sequence[str], step_period: float, positions: np.ndarray,
-               error: str = '', timings: Sequence[float] = (0.0, 0.0, 0.0, 0.0)) -> bytes:
+               error: str = '', timings: Sequence[float] = (0.0, 0.0, 0.0, 0.0),
+               instance_id: str = '', session_refused: bool = False) -> bytes:
         """
         Return one chunk: ``positions`` [steps, joints] (its row count is ``step_count``).
 
-        ``timings`` are queue wait, preprocess, inference and postprocess [ms].
+        ``timings`` are queue wait, preprocess, inference and postprocess [ms];
+        ``instance_id`` the answering server instance, ``session_refused`` marks a refusal
+        that retrying cannot change.
         """
         positions = np.asarray(positions)
-        if error:   # rare: packed field by field
+        if error or session_refused:   # rare: packed field by field
             return self._writer(sec, nanosec, session_id, request_id, joint_names, step_period,
-                                positions, error, timings).finish()
-        key = (session_id, tuple(joint_names), positions.shape)
+                                positions, error, timings, instance_id,
+                                session_refused).finish()
+        key = (session_id, tuple(joint_names), positions.shape, instance_id)
         layout = self._layout
         if key != layout[0]:
             writer = self._writer(0, 0, session_id, 0, joint_names, 0.0, positions, '',
-                                  (0.0,) * 4)
+                                  (0.0,) * 4, instance_id, False)
             layout = self._layout = (key, writer.finish(), writer.marks)
         out, at = bytearray(layout[1]), layout[2]
         STAMP.pack_into(out, 4, sec, nanosec)
@@ -423,13 +428,13 @@ class ActionChunkDecoder:
         layout = self._layout
         if layout is not None and layout.matches(raw):
             (session_id, joint_names, step_count, error, request_at, period_at, positions_at,
-             count, timings_at) = layout.values
+             count, timings_at, instance_id, refused) = layout.values
             return ActionChunkFields(
                 _stamp_ns(*STAMP.unpack_from(raw, 4)), session_id,
                 U64.unpack_from(raw, request_at)[0], joint_names,
                 F64.unpack_from(raw, period_at)[0], step_count,
                 np.frombuffer(raw, '<f4', count, positions_at), error,
-                *TIMINGS.unpack_from(raw, timings_at))
+                *TIMINGS.unpack_from(raw, timings_at), instance_id, refused)
         if not is_plain_cdr(raw):
             from remote_inference.msg import ActionChunk
             return from_action_chunk(_foreign(raw, ActionChunk))
@@ -450,12 +455,14 @@ class ActionChunkDecoder:
         timings = tuple(reader.float32(name) for name in (
             'queue_wait_ms', 'preprocess_ms', 'inference_ms', 'postprocess_ms'))
         timings_at = reader.offset - 16
+        instance_id = reader.string('instance_id')
+        refused = bool(reader.uint8('session_refused'))
         if reader.little:
             self._layout = _Layout(
                 reader, [(4, 12), (request_at, request_at + 8), (period_at, period_at + 8),
                          (positions_at, positions_at + positions.nbytes),
                          (timings_at, timings_at + 16)], True,
                 (session_id, joint_names, step_count, error, request_at, period_at,
-                 positions_at, positions.size, timings_at))
+                 positions_at, positions.size, timings_at, instance_id, refused))
         return ActionChunkFields(stamp, session_id, request_id, joint_names, step_period,
-                                 step_count, positions, error, *timings)
+                                 step_count, positions, error, *timings, instance_id, refused)

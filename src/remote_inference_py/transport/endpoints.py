@@ -180,23 +180,28 @@ class ChunkPublisher:
 
     def publish(self, *, sec: int, nanosec: int, session_id: str, request_id: int,
                 joint_names: Sequence[str], step_period: float, positions: np.ndarray,
-                error: str = '', timings: Sequence[float] = (0.0, 0.0, 0.0, 0.0)) -> None:
+                error: str = '', timings: Sequence[float] = (0.0, 0.0, 0.0, 0.0),
+                instance_id: str = '', session_refused: bool = False) -> None:
         """
         Publish one chunk: ``positions`` [steps, joints] (its row count is ``step_count``).
 
-        ``timings`` are queue wait, preprocess, inference and postprocess [ms].
+        ``timings`` are queue wait, preprocess, inference and postprocess [ms];
+        ``instance_id`` the answering server instance, ``session_refused`` marks a refusal
+        that retrying cannot change.
         """
         if self._encoder is not None:   # see transport/cdr.py for why
             self.publisher.publish(self._encoder.encode(
                 sec=sec, nanosec=nanosec, session_id=session_id, request_id=request_id,
                 joint_names=joint_names, step_period=step_period, positions=positions,
-                error=error, timings=timings))
+                error=error, timings=timings, instance_id=instance_id,
+                session_refused=session_refused))
             return
         positions = np.asarray(positions, dtype=np.float32)
         msg = ActionChunk(session_id=session_id, request_id=request_id,
                           joint_names=list(joint_names), step_period=float(step_period),
                           step_count=positions.shape[0] if positions.ndim else 0,
-                          positions=positions.reshape(-1).tolist(), error=error)
+                          positions=positions.reshape(-1).tolist(), error=error,
+                          instance_id=instance_id, session_refused=bool(session_refused))
         msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
         (msg.queue_wait_ms, msg.preprocess_ms, msg.inference_ms,
          msg.postprocess_ms) = (float(t) for t in timings)

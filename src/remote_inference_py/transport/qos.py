@@ -17,18 +17,17 @@ QoS profiles by role, used by every node so publishers and subscribers always ma
 
 - images: sensor data (best effort, keep last 1): a late frame is worth nothing.
 - joint states: reliable, keep last 5: small, and the executor needs every pose it can get.
-- chunks, requests, commands: reliable, keep last 10: never silently lost.
-- chunks also carry a liveliness lease (automatic; ``presence_lease_s`` on both sides, default
-  :data:`~remote_inference_py.contract.admission.PRESENCE_LEASE_S`): when the server process
-  dies, freezes or its link stays down for a lease, the executor's subscription is told, which
-  is how the executor observes server loss without any heartbeat code. A subscriber's lease
-  must be at least the publisher's for the two to match; tools that only listen use
-  :data:`CHUNKS_ANY_LEASE`.
+- chunks, requests, commands: reliable, keep last 10: never silently lost. Chunks carry no
+  liveliness lease: a lease there runs from the last chunk or the last automatic assertion,
+  so a freeze that began just before the next request was due cost the session well inside
+  the lease. Presence has its own topic instead:
+- presence (``policy/presence``): best effort, keep last 1. The server publishes a sample on
+  its own cadence (:mod:`..contract.presence`); a late sample is worth nothing, and after a
+  link drop the next one gets through at once, with no retransmission to wait for.
 - status, capabilities, hardware info, task: reliable + transient local, depth 1: a late
   subscriber (or a bag started later) still gets the current value.
 """
 
-from rclpy.duration import Duration
 from rclpy.qos import (
     DurabilityPolicy,
     HistoryPolicy,
@@ -36,8 +35,6 @@ from rclpy.qos import (
     QoSProfile,
     ReliabilityPolicy,
 )
-
-from remote_inference_py.contract.admission import PRESENCE_LEASE_S
 
 IMAGES = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=1,
@@ -52,21 +49,14 @@ COMMANDS = QoSProfile(
     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
 
-def chunks(lease_s: float) -> QoSProfile:
-    """Return the chunk profile with a liveliness lease of ``lease_s`` seconds."""
-    return QoSProfile(
-        history=HistoryPolicy.KEEP_LAST, depth=10,
-        reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE,
-        liveliness=LivelinessPolicy.AUTOMATIC,
-        liveliness_lease_duration=Duration(nanoseconds=int(lease_s * 1e9)))
-
-
-CHUNKS = chunks(PRESENCE_LEASE_S)
-
-CHUNKS_ANY_LEASE = QoSProfile(
+CHUNKS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=10,
     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE,
     liveliness=LivelinessPolicy.AUTOMATIC)
+
+PRESENCE = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST, depth=1,
+    reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
 
 LATCHED = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=1,
@@ -77,6 +67,7 @@ BY_ROLE = {
     'images': IMAGES,
     'joint_states': JOINT_STATES,
     'commands': COMMANDS,
-    'chunks': CHUNKS_ANY_LEASE,
+    'chunks': CHUNKS,
+    'presence': PRESENCE,
     'latched': LATCHED,
 }

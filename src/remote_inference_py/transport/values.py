@@ -68,6 +68,8 @@ class ActionChunkFields(NamedTuple):
     preprocess_ms: float
     inference_ms: float
     postprocess_ms: float
+    instance_id: str = ''           # the answering server instance ('' not told)
+    session_refused: bool = False   # a refusal retrying cannot change
 
 
 @dataclasses.dataclass
@@ -107,7 +109,8 @@ def from_action_chunk(msg) -> ActionChunkFields:
     return ActionChunkFields(
         stamp_ns(msg.header.stamp), msg.session_id, msg.request_id, tuple(msg.joint_names),
         msg.step_period, msg.step_count, np.asarray(msg.positions, dtype=np.float32),
-        msg.error, msg.queue_wait_ms, msg.preprocess_ms, msg.inference_ms, msg.postprocess_ms)
+        msg.error, msg.queue_wait_ms, msg.preprocess_ms, msg.inference_ms, msg.postprocess_ms,
+        msg.instance_id, bool(msg.session_refused))
 
 
 def from_image(msg) -> ImageFields:

@@ -1,0 +1,142 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Whether the admitted policy server instance is still there, and why it is not (pure).
+
+:class:`ServerPresence` is fed what the executor hears from the server side (presence
+samples, chunks and error answers, each with the instance id it carries) and the clock, and
+says when the admitted instance is lost, once, as a :class:`ServerLoss` with one of the
+:class:`LossReason` values:
+
+- ``LEASE_EXPIRED``: nothing of the admitted instance came for longer than the lease (checked
+  at every tick, and when something finally comes after a longer silence). The server samples
+  its presence every ``lease / 8`` (:mod:`..contract.presence`), so a silence up to
+  ``lease - lease / 8`` never gets here, wherever it falls in the chunk cycle.
+- ``OTHER_INSTANCE``: a presence sample, chunk or answer from another instance than the one
+  that admitted us: the admitted server was restarted or replaced, and the newcomer does not
+  know our session. Lost at once, both instances named.
+- ``SESSION_REFUSED``: the admitted instance answers that it does not serve our session
+  (released, or never known): retrying cannot change that.
+
+Before admission, what is heard only counts as seen (status ``alive``); an empty instance id
+(a server that does not say) counts as the admitted instance. After a loss nothing changes:
+the first loss is the one reported. The executor node reports every loss through one method,
+where another policy (failover) can hook in.
+"""
+
+from dataclasses import dataclass
+import enum
+
+
+class LossReason(str, enum.Enum):
+    """Why the admitted server counts as gone."""
+
+    LEASE_EXPIRED = 'lease expired'
+    OTHER_INSTANCE = 'another instance'
+    SESSION_REFUSED = 'session refused'
+
+
+@dataclass(frozen=True)
+class ServerLoss:
+    """The loss of the admitted instance: why, when, and the words to log."""
+
+    reason: LossReason
+    at: float
+    admitted: str
+    other: str = ''
+    detail: str = ''
+
+    def describe(self) -> str:
+        """Return the loss in words, naming the instance(s)."""
+        if self.reason is LossReason.LEASE_EXPIRED:
+            return f'policy server instance {self.admitted} lost: {self.detail}'
+        if self.reason is LossReason.OTHER_INSTANCE:
+            return (f'policy server instance {self.admitted} lost: instance {self.other} '
+                    f'{self.detail} (the server was restarted or replaced; it does not know '
+                    'this session)')
+        return f'policy server instance {self.admitted} refused this session: {self.detail}'
+
+
+class ServerPresence:
+    """The presence of the admitted server instance (see the module docstring)."""
+
+    def __init__(self, lease_s: float):
+        """Track nothing yet; `lease_s` is the agreed presence lease [s]."""
+        self.lease_s = float(lease_s)
+        self.instance_id = ''          # the admitted instance ('' before admission)
+        self.admitted = False
+        self.last_seen = None          # when something of the server last came
+        self.loss = None               # the ServerLoss, once lost
+
+    @property
+    def state(self) -> str:
+        """Return 'unknown' (nothing heard yet), 'alive' or 'lost'."""
+        if self.loss is not None:
+            return 'lost'
+        return 'unknown' if self.last_seen is None else 'alive'
+
+    def silence(self, now: float):
+        """Return how long nothing of the server came [s], or None if nothing ever did."""
+        return None if self.last_seen is None else now - self.last_seen
+
+    def admit(self, instance_id: str, now: float) -> None:
+        """Begin tracking `instance_id`, which admitted us at `now` (its answer is a sign)."""
+        self.instance_id = instance_id
+        self.admitted = True
+        self.last_seen = now
+
+    def heard(self, instance_id: str, now: float, what: str):
+        """Note `what` (e.g. 'a presence sample') from `instance_id` at `now`.
+
+        Return the ServerLoss it reveals (another instance, or a silence beyond the lease
+        that just ended), else None.
+        """
+        if self.loss is not None:
+            return None
+        if not self.admitted:
+            self.last_seen = now
+            return None
+        if instance_id and instance_id != self.instance_id:
+            return self._lose(ServerLoss(LossReason.OTHER_INSTANCE, now, self.instance_id,
+                                         instance_id, f'sent {what}'))
+        loss = self.check(now)
+        if loss is None:
+            self.last_seen = now
+        return loss
+
+    def refused(self, instance_id: str, detail: str, now: float):
+        """Note a refusal of our session that retrying cannot change; return the ServerLoss."""
+        if self.loss is not None or not self.admitted:
+            return None
+        if instance_id and instance_id != self.instance_id:
+            return self._lose(ServerLoss(LossReason.OTHER_INSTANCE, now, self.instance_id,
+                                         instance_id, f'answered: {detail}'))
+        return self._lose(ServerLoss(LossReason.SESSION_REFUSED, now, self.instance_id,
+                                     detail=detail))
+
+    def check(self, now: float):
+        """Return the ServerLoss if the admitted instance was silent longer than the lease."""
+        if self.loss is not None or not self.admitted:
+            return None
+        silence = now - self.last_seen
+        if silence <= self.lease_s:
+            return None
+        return self._lose(ServerLoss(
+            LossReason.LEASE_EXPIRED, now, self.instance_id,
+            detail=f'nothing of it for {silence:.2f} s, beyond the {self.lease_s:g} s presence '
+                   'lease (no presence sample, no chunk)'))
+
+    def _lose(self, loss: ServerLoss) -> ServerLoss:
+        self.loss = loss
+        return loss
