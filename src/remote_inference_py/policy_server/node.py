@@ -37,6 +37,10 @@ name                           dir    type                             QoS
 ``<ns>/policy/admit``          srv    remote_inference/Admit
 =============================  =====  ===============================  ========================
 
+With ``interface_namespace`` ``<space>`` the four ``policy/`` names are
+``<ns>/<space>/policy/...``: several servers then serve one robot namespace side by side, and
+the robot's executor chooses among them (its ``policy_servers``).
+
 Camera topics: ``observation.images.<camera>`` reads ``cameras/<camera>/image_raw`` unless the
 manifest's ``topic`` or the ``feature_topics`` parameter (``feature=topic``) says otherwise.
 With ``image_transport: compressed`` (a server on another host than the arm) the default and
@@ -197,15 +201,22 @@ class PolicyServerNode(Node):
                 self.create_subscription(
                     Float64MultiArray, full,
                     lambda msg, r=robot, f=name: self.on_vector(r, f, msg), qos.IMAGES)
-        self.create_subscription(InferenceRequest, topic_name(robot, 'policy/request'),
+        self.create_subscription(InferenceRequest,
+                                 topic_name(robot, self._interface('policy/request')),
                                  lambda msg, r=robot: self.on_request(r, msg), REQUESTS_QOS)
         self.chunk_pubs[robot] = ChunkPublisher(
-            self, topic_name(robot, 'policy/chunk'),
+            self, topic_name(robot, self._interface('policy/chunk')),
             qos.chunks(self.core.settings.presence_lease_s))
-        self.create_service(GetCapabilities, topic_name(robot, 'policy/get_capabilities'),
+        self.create_service(GetCapabilities,
+                            topic_name(robot, self._interface('policy/get_capabilities')),
                             lambda req, res, r=robot: self.on_capabilities(r, req, res))
-        self.create_service(Admit, topic_name(robot, 'policy/admit'),
+        self.create_service(Admit, topic_name(robot, self._interface('policy/admit')),
                             lambda req, res, r=robot: self.on_admit(r, req, res))
+
+    def _interface(self, name):
+        """Return a policy interface name inside a robot namespace (interface_namespace)."""
+        space = self.core.settings.interface_namespace
+        return f'{space}/{name}' if space else name
 
     def _inputs_text(self):
         parts = []
