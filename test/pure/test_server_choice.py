@@ -195,7 +195,7 @@ def test_policy_servers_and_on_server_loss_settings():
         ('gpu1', '/fleet/gpu2')
     with pytest.raises(ValueError, match="'policy_servers' must be non-empty and unique"):
         NodeSettings(policy_servers=['a', 'a/'])
-    with pytest.raises(ValueError, match="failover' needs another candidate"):
+    with pytest.raises(ValueError, match='list another server to fail over to'):
         NodeSettings(on_server_loss='failover')
     with pytest.raises(ValueError, match='on_server_loss'):
         NodeSettings(policy_servers=['a', 'b'], on_server_loss='retry')

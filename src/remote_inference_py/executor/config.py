@@ -255,5 +255,5 @@ class NodeSettings:
                              f'{list(self.policy_servers)}')
         object.__setattr__(self, 'policy_servers', servers)
         if self.on_server_loss == 'failover' and len(servers) < 2:
-            raise ValueError("on_server_loss 'failover' needs another candidate to fail over "
-                             f'to: policy_servers lists only {list(servers)}')
+            raise ValueError(f'policy_servers lists only {list(servers)}: list another server '
+                             "to fail over to; or use on_server_loss 'fault'")
