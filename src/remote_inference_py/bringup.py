@@ -225,7 +225,7 @@ def fleet_plan(*, robots=2, servers=1, max_clients=0, on_server_loss='fault', ch
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f'{name} must be an integer >= {low}, got {value!r}')
     if on_server_loss not in ('fault', 'failover'):
-        raise ValueError(f"on_server_loss {on_server_loss!r} is not one of fault, failover")
+        raise ValueError(f'on_server_loss {on_server_loss!r} is not one of fault, failover')
     if on_server_loss == 'failover' and servers < 2:
         raise ValueError('on_server_loss failover needs servers >= 2 (another to fail over to)')
     if not config_file:
