@@ -65,8 +65,9 @@ def _child_setup(controlling_tty):
 
 class Launch:
     """
-    ``ros2 launch remote_inference bringup.launch.py ARGS`` (or ``launch_file``) in its own
-    session.
+    ``ros2 launch remote_inference bringup.launch.py ARGS`` in its own session.
+
+    ``launch_file`` names another launch file of the package (e.g. ``fleet.launch.py``).
 
     ``terminal=True`` gives it a pseudo-terminal as controlling terminal (as in a shell
     window): :meth:`ctrl_c` then types Ctrl+C, and the kernel signals the foreground process
