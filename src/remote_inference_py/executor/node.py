@@ -38,6 +38,11 @@ name                       dir    type                         role
 Services: ``policy/get_capabilities`` and ``policy/admit`` (client), ``executor/start`` and
 ``executor/stop`` (``std_srvs/Trigger``).
 
+With several candidate servers (``policy_servers``, e.g. ``[gpu1, gpu2]``) the four
+``policy/`` names exist once per candidate, ``<candidate>/policy/...``; admission surveys them
+and uses the chosen one (``executor/choice.py``), and ``on_server_loss: failover`` moves to
+another after a loss, once the arm holds.
+
 Threads: the control tick runs on a thread of its own with absolute deadlines
 (``common/ticker.py``); messages, services and the status timer are handled by rclpy's
 EventsExecutor on another (``run_node``). Every callback only hands data to the core and
