@@ -67,14 +67,16 @@ class Launch:
     """
     ``ros2 launch remote_inference bringup.launch.py ARGS`` in its own session.
 
+    ``launch_file`` names another launch file of the package (e.g. ``fleet.launch.py``).
+
     ``terminal=True`` gives it a pseudo-terminal as controlling terminal (as in a shell
     window): :meth:`ctrl_c` then types Ctrl+C, and the kernel signals the foreground process
     group, exactly as a terminal does. Without a terminal, stdin is /dev/null.
     """
 
-    def __init__(self, ros2, args, log_path, terminal=False):
+    def __init__(self, ros2, args, log_path, terminal=False, launch_file='bringup.launch.py'):
         self.log_path = pathlib.Path(log_path)
-        self.argv = [ros2, 'launch', 'remote_inference', 'bringup.launch.py', *args]
+        self.argv = [ros2, 'launch', 'remote_inference', launch_file, *args]
         self.master = None
         self._log = open(self.log_path, 'wb')
         if terminal:

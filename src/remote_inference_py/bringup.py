@@ -203,3 +203,51 @@ def param_args(values):
     for name, value in values.items():
         args += ['-p', f'{name}:={parameter_text(value)}']
     return args
+
+
+def fleet_plan(*, robots=2, servers=1, max_clients=0, on_server_loss='fault', checkpoint='',
+               device='cpu', config_file='', share_dir='', robot_prefix='robot_',
+               server_prefix='server_'):
+    """
+    Decide what a fleet starts: ``robots`` simulated arms and ``servers`` policy servers.
+
+    Robot i runs a hardware interface (the MuJoCo SO-101 without rendering, light enough for
+    several per core) and an executor in the namespace ``/<robot_prefix>i``; server j runs in
+    ``/<server_prefix>j`` and serves every robot namespace with its policy interface at
+    ``/<robot>/<server_prefix>j/policy/...`` (``interface_namespace``). Each executor lists every
+    server as a candidate (``policy_servers``) and joins the least loaded with room.
+    ``max_clients`` per server defaults (0) to ceil(robots / servers): all fit, spread evenly.
+    ``config_file`` defaults to ``<share_dir>/config/so101_fleet.yaml``. Raises ValueError
+    naming a bad argument.
+    """
+    import os
+    for name, value, low in (('robots', robots, 1), ('servers', servers, 1),
+                             ('max_clients', max_clients, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f'{name} must be an integer >= {low}, got {value!r}')
+    if on_server_loss not in ('fault', 'failover'):
+        raise ValueError(f'on_server_loss {on_server_loss!r} is not one of fault, failover')
+    if on_server_loss == 'failover' and servers < 2:
+        raise ValueError('on_server_loss failover needs servers >= 2 (another to fail over to)')
+    if not config_file:
+        config_file = os.path.join(share_dir, 'config', 'so101_fleet.yaml')
+    if not os.path.isfile(config_file):
+        raise ValueError(f'config file {config_file!r} does not exist')
+    python_factory = ':' in checkpoint and os.path.sep not in checkpoint.split(':')[0]
+    if checkpoint and not python_factory and not os.path.exists(checkpoint):
+        raise ValueError(f'checkpoint {checkpoint!r} does not exist')
+    robot_namespaces = [f'/{robot_prefix}{i}' for i in range(robots)]
+    server_names = [f'{server_prefix}{j}' for j in range(servers)]
+    slots = max_clients or -(-robots // servers)
+    nodes = []
+    for name in server_names:
+        nodes.append(NodeLaunch('policy_server', 'policy_server', f'/{name}', config_file, {
+            'robot_namespaces': robot_namespaces, 'interface_namespace': name,
+            'max_clients': slots,
+            **{k: v for k, v in (('checkpoint', checkpoint), ('device', device)) if v}}))
+    for namespace in robot_namespaces:
+        nodes.append(NodeLaunch('hardware_interface', 'hardware_interface', namespace,
+                                config_file, {'backend': 'sim'}))
+        nodes.append(NodeLaunch('executor', 'executor', namespace, config_file, {
+            'policy_servers': server_names, 'on_server_loss': on_server_loss}))
+    return nodes

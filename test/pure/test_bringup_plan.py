@@ -118,3 +118,37 @@ def test_cameras_image_transport_and_record_images_reach_their_nodes(tmp_path, s
     # The camera dictionary survives the ROS command line as one string.
     assert bringup.param_args({'cameras': text, 'deployment': '42'}) == [
         '-p', f"cameras:='{text}'", '-p', "deployment:='42'"]
+
+
+def test_fleet_plan_spreads_robots_over_servers_each_in_its_namespace(tmp_path):
+    (tmp_path / 'config').mkdir()
+    (tmp_path / 'config' / 'so101_fleet.yaml').write_text('{}\n')
+    nodes = bringup.fleet_plan(robots=3, servers=2, share_dir=str(tmp_path))
+    servers = [n for n in nodes if n.executable == 'policy_server']
+    assert [(n.namespace, n.overrides['interface_namespace']) for n in servers] == [
+        ('/server_0', 'server_0'), ('/server_1', 'server_1')]
+    assert all(n.overrides['robot_namespaces'] == ['/robot_0', '/robot_1', '/robot_2'] and
+               n.overrides['max_clients'] == 2 for n in servers)   # ceil(3 / 2)
+    executors = [n for n in nodes if n.executable == 'executor']
+    assert [n.namespace for n in executors] == ['/robot_0', '/robot_1', '/robot_2']
+    assert all(n.overrides == {'policy_servers': ['server_0', 'server_1'],
+                               'on_server_loss': 'fault'} for n in executors)
+    arms = [n for n in nodes if n.executable == 'hardware_interface']
+    assert [n.namespace for n in arms] == ['/robot_0', '/robot_1', '/robot_2']
+    assert bringup.fleet_plan(robots=3, servers=2, max_clients=5,
+                              share_dir=str(tmp_path))[0].overrides['max_clients'] == 5
+
+
+@pytest.mark.parametrize('arguments, message', [
+    ({'robots': 0}, 'robots must be an integer >= 1, got 0'),
+    ({'servers': 0}, 'servers must be an integer >= 1, got 0'),
+    ({'max_clients': -1}, 'max_clients must be an integer >= 0, got -1'),
+    ({'on_server_loss': 'retry'}, "on_server_loss 'retry' is not one of fault, failover"),
+    ({'on_server_loss': 'failover', 'servers': 1}, 'failover needs servers >= 2'),
+    ({'config_file': '/nonexistent.yaml'}, "config file '/nonexistent.yaml' does not exist"),
+])
+def test_fleet_plan_refuses_bad_arguments_by_name(tmp_path, arguments, message):
+    (tmp_path / 'config').mkdir()
+    (tmp_path / 'config' / 'so101_fleet.yaml').write_text('{}\n')
+    with pytest.raises(ValueError, match=message):
+        bringup.fleet_plan(share_dir=str(tmp_path), **{'robots': 2, 'servers': 2, **arguments})

@@ -33,6 +33,8 @@ from remote_inference_py.contract.admission import (
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 OUTPUT_FORMATS = ('joint_state', 'float64_multi_array', 'joint_trajectory')
+ON_SERVER_LOSS = ('fault', 'failover')
+"""What an executor does when its server is lost: fault as always, or fail over once held."""
 """Message types of ``joint_commands``: JointState, Float64MultiArray, JointTrajectory."""
 
 
@@ -230,6 +232,15 @@ class NodeSettings:
         PRESENCE_LEASE_S, 'The admitted server counts as lost when nothing of it (presence '
         'sample, chunk) came this long; a silence up to 7/8 of it never costs the session. The '
         'server must use the same.', unit='s', low=0.1, high=3600.0)
+    policy_servers: tuple[str, ...] = setting(
+        [''], 'Candidate policy servers, each the namespace of its policy interface (its '
+        "policy/... topics and services), relative to this node's namespace or absolute; '' = "
+        'policy/... in our namespace (the one server, as before). With several, admission '
+        'joins the least loaded one that matches and has room.')
+    on_server_loss: str = setting(
+        'fault', 'fault: a lost server ends the session (hold, fault, return). failover: once '
+        'the arm holds, join another candidate in policy_servers as a new session.',
+        choices=ON_SERVER_LOSS)
     admission_timeout_s: float = setting(
         30.0, 'Fault if the server cannot be reached for admission, or its request and chunk '
         'topics do not match, within this long.', unit='s', low=0.1, high=3600.0, live=True)
@@ -239,3 +250,11 @@ class NodeSettings:
         check_settings(self)
         if self.expected_features == ('any',):
             object.__setattr__(self, 'expected_features', ())
+        servers = tuple(s.rstrip('/') if s != '/' else s for s in self.policy_servers)
+        if not servers or len(set(servers)) != len(servers):
+            raise ValueError(f"parameter 'policy_servers' must be non-empty and unique, got "
+                             f'{list(self.policy_servers)}')
+        object.__setattr__(self, 'policy_servers', servers)
+        if self.on_server_loss == 'failover' and len(servers) < 2:
+            raise ValueError(f'policy_servers lists only {list(servers)}: list another server '
+                             "to fail over to; or use on_server_loss 'fault'")

@@ -263,6 +263,33 @@ class ExecutorCore:
             self._status.event(f'server lost: no more requests; {buffered:.2f} s of buffered '
                                'actions may drain, then hold until the grace expires')
 
+    def fail_over(self, session_id: str, chunk_length: int, now: float) -> None:
+        """Go on with a new session of another server after a loss, while holding.
+
+        Only in WAITING after :meth:`server_lost` (the buffer has drained and the arm holds).
+        The old session's chunks are dropped from now on (another session id), nothing of its
+        plan is kept, and the wait starts again at `now`: the first chunk must come from a
+        capture taken after `now` and within the grace, like after any wait.
+        """
+        if not self._server_lost or self.state != State.WAITING:
+            raise RuntimeError(f'fail over needs a lost server and WAITING, not '
+                               f'{self.state.name} (server lost: {self._server_lost})')
+        if not session_id or session_id == self._session_id:
+            raise ValueError(f'fail over needs a new session id, got {session_id!r}')
+        old, self._session_id = self._session_id, session_id
+        self._server_lost = False
+        self._timeline.clear()
+        self._requests.horizon_s = max(0, int(chunk_length)) / self._cfg.fps
+        self._robot.waiting_since = float(now)
+        self._counters.add('failovers')
+        self._status.set(State.WAITING, f"failed over from session '{old}' to '{session_id}';"
+                         f' holding, a fresh capture taken after t={now:.3f} is needed')
+
+    @property
+    def server_is_lost(self) -> bool:
+        """Return True after :meth:`server_lost` (until a :meth:`fail_over`)."""
+        return self._server_lost
+
     def update_config(self, config: ExecutorConfig) -> None:
         """Apply new tunables at once; raise ValueError if a structural field changes."""
         if not isinstance(config, ExecutorConfig):

@@ -39,6 +39,11 @@ name                       dir    type                         role
 Services: ``policy/get_capabilities`` and ``policy/admit`` (client), ``executor/start`` and
 ``executor/stop`` (``std_srvs/Trigger``).
 
+With several candidate servers (``policy_servers``, e.g. ``[gpu1, gpu2]``) the four
+``policy/`` names exist once per candidate, ``<candidate>/policy/...``; admission surveys them
+and uses the chosen one (``executor/choice.py``), and ``on_server_loss: failover`` moves to
+another after a loss, once the arm holds.
+
 Threads: the control tick runs on a thread of its own with absolute deadlines
 (``common/ticker.py``); messages, services and the status timer are handled by rclpy's
 EventsExecutor on another (``run_node``). Every callback only hands data to the core and
@@ -78,7 +83,9 @@ from remote_inference_py.common.params import (
     build_configs, declare_parameters, declared, LiveSettings)
 from remote_inference_py.common.ticker import Ticker
 from remote_inference_py.executor.admission import (
-    Admission, Admitted, AskAdmission, AskCapabilities, Client, Facts, Hardware, Phase, Refused)
+    Admitted, AskAdmission, AskCapabilities, Client, Hardware, Phase, Refused)
+from remote_inference_py.executor.choice import (
+    AskCandidate, candidate_label, Chosen, Selection, SelectionFacts)
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 from remote_inference_py.executor.presence import ServerLoss, ServerPresence
@@ -109,8 +116,14 @@ class ExecutorNode(Node):
         self.core = ExecutorCore(self.config)
         self.hardware = None   # what hardware/info declares (admission.Hardware)
         self.measured_once = False
-        self.admission = Admission(self._admission_client(), time.monotonic())
+        self.candidates = self.settings.policy_servers
+        self.server = self.candidates[0]   # the candidate in use (policy_servers)
+        self.server_choice = ''            # what admission found at each candidate
+        self.lost_servers = []             # candidates lost so far (failover skips them)
+        self.failing_over = False
+        self.admission = Selection(self._admission_client(), self.candidates, time.monotonic())
         self.admission_future = None   # the service call whose reply admission waits for
+        self.survey_futures = {}       # candidate -> its capabilities call (the survey)
         self.start_requested = self.settings.autostart
         self.presence = ServerPresence(self.settings.presence_lease_s)   # under self.lock
         self.last_summary = time.monotonic()
@@ -127,21 +140,35 @@ class ExecutorNode(Node):
                                callback_group=io)
         self.create_subscription(HardwareInfo, 'hardware/info', self.on_hardware_info,
                                  qos.LATCHED, callback_group=io)
-        self.chunk_sub = subscribe_chunks(self, 'policy/chunk', self.on_chunk, qos.CHUNKS,
-                                          callback_group=io)
-        self.create_subscription(ServerPresenceMsg, 'policy/presence', self.on_presence,
-                                 qos.PRESENCE, callback_group=io)
-        self.request_pub = self.create_publisher(InferenceRequest, 'policy/request',
-                                                 qos.COMMANDS)
+        # One policy interface per candidate server (policy_servers; '' = policy/... here).
+        self.chunk_subs, self.request_pubs = {}, {}
+        self.capabilities_clients, self.admit_clients = {}, {}
+        for candidate in self.candidates:
+            def name(relative, c=candidate):
+                return f'{c}/{relative}' if c else relative
+            self.chunk_subs[candidate] = subscribe_chunks(
+                self, name('policy/chunk'), lambda msg, c=candidate: self.on_chunk(msg, c),
+                qos.CHUNKS, callback_group=io)
+            self.create_subscription(
+                ServerPresenceMsg, name('policy/presence'),
+                lambda msg, c=candidate: self.on_presence(msg, c), qos.PRESENCE,
+                callback_group=io)
+            self.request_pubs[candidate] = self.create_publisher(
+                InferenceRequest, name('policy/request'), qos.COMMANDS)
+            self.capabilities_clients[candidate] = self.create_client(
+                GetCapabilities, name('policy/get_capabilities'), callback_group=io)
+            self.admit_clients[candidate] = self.create_client(
+                Admit, name('policy/admit'), callback_group=io)
+        self.chunk_sub = self.chunk_subs[self.server]
+        self.request_pub = self.request_pubs[self.server]
         self.command_pub = self.create_publisher(
             {'joint_state': JointState, 'float64_multi_array': Float64MultiArray,
              'joint_trajectory': JointTrajectory}[self.settings.output_format],
             'joint_commands', qos.COMMANDS)
         self.status_pub = self.create_publisher(ExecutorStatus, 'executor/status', qos.LATCHED)
         self.task_pub = self.create_publisher(String, 'executor/task', qos.LATCHED)
-        self.capabilities_client = self.create_client(
-            GetCapabilities, 'policy/get_capabilities', callback_group=io)
-        self.admit_client = self.create_client(Admit, 'policy/admit', callback_group=io)
+        self.capabilities_client = self.capabilities_clients[self.server]
+        self.admit_client = self.admit_clients[self.server]
         self.create_service(Trigger, 'executor/start', self.on_start, callback_group=io)
         self.create_service(Trigger, 'executor/stop', self.on_stop, callback_group=io)
         self.live = LiveSettings(self, (self.config, self.settings), self.apply_settings)
@@ -150,7 +177,10 @@ class ExecutorNode(Node):
             f'executor up: fps={self.config.fps} x{self.config.interpolation_multiplier}, '
             f'merge={self.config.chunk_merge}, synchronous={self.config.synchronous}, '
             f'refill_seconds={self.config.refill_seconds}, output={self.settings.output_format}'
-            f'; waiting for the policy server to admit us')
+            f'; waiting for the policy server to admit us'
+            + (f' (candidates: {", ".join(candidate_label(c) for c in self.candidates)}; on '
+               f'server loss: {self.settings.on_server_loss})' if len(self.candidates) > 1
+               else ''))
         self.ticker = Ticker(self.config.tick_period, self.on_tick, self._tick_failed, 'control')
         self.ticker.start()
 
@@ -208,16 +238,20 @@ class ExecutorNode(Node):
             with self.lock:
                 self.core.on_actuation_failed(f'hardware interface fault: {msg.message}')
 
-    def on_presence(self, msg):
+    def on_presence(self, msg, candidate=None):
         """Note a presence sample of the server (another instance loses the admitted one)."""
+        if candidate is not None and candidate != self.server:
+            return   # another candidate: its presence says nothing of our session
         now = time.monotonic()
         with self.lock:
             loss = self.presence.heard(msg.instance_id, now, 'a presence sample')
         if loss is not None:
             self.on_server_lost(loss)
 
-    def on_chunk(self, msg):
+    def on_chunk(self, msg, candidate=None):
         """Validate and merge a chunk (the core drops it whole, with a reason, if bad)."""
+        if candidate is not None and candidate != self.server:
+            return   # another candidate's interface: we sent it no request
         now = time.monotonic()
         with self.lock:
             if msg.session_refused:
@@ -267,7 +301,11 @@ class ExecutorNode(Node):
         if stopping:   # a whole-system stop: the return needs no server
             self.get_logger().info(f'policy server gone while stopping ({loss.describe()})')
         else:
-            self.get_logger().error(f'{loss.describe()}; this session will not resume')
+            self.get_logger().error(
+                f'{loss.describe()}; this session will not resume'
+                + (f' (server {candidate_label(self.server)}; on_server_loss failover: another '
+                   'candidate once the arm holds)'
+                   if self.settings.on_server_loss == 'failover' else ''))
 
     # ---- time ---------------------------------------------------------------------------
 
@@ -296,16 +334,52 @@ class ExecutorNode(Node):
                       presence_lease_s=settings.presence_lease_s,
                       max_requests_in_flight=cfg.max_requests_in_flight)
 
+    def _use_server(self, candidate):
+        """Make ``candidate`` the server in use: its endpoints and a fresh presence."""
+        self.server = candidate
+        self.chunk_sub = self.chunk_subs[candidate]
+        self.request_pub = self.request_pubs[candidate]
+        self.capabilities_client = self.capabilities_clients[candidate]
+        self.admit_client = self.admit_clients[candidate]
+        with self.lock:   # a new server: its presence starts afresh (admission admits it)
+            self.presence = ServerPresence(self.settings.presence_lease_s)
+
+    def _begin_failover(self, now_mono):
+        """Ask the other candidates for a new session (on_server_loss failover, arm held)."""
+        self.failing_over = True
+        self.lost_servers.append(self.server)
+        self.admission_future = None
+        self.survey_futures = {}
+        self.admission = Selection(self._admission_client(), self.candidates, now_mono,
+                                   exclude=self.lost_servers)
+        self.get_logger().warning(
+            f'failing over: server {candidate_label(self.server)} lost and the arm holds; '
+            f'asking {", ".join(candidate_label(c) for c in self.admission.candidates)} '
+            'for a new session')
+
     def _advance_admission(self, now_mono):
-        """Run the admission handshake one step per tick (executor/admission.py); never block."""
+        """Run the admission handshake one step per tick (executor/choice.py); never block."""
         future = self.admission_future
-        facts = Facts(now=now_mono, hardware=self.hardware,
-                      service_ready=self.capabilities_client.service_is_ready(),
-                      reply=future.result() if future is not None and future.done() else None,
-                      request_subscribers=self.request_pub.get_subscription_count(),
-                      chunk_publishers=self.chunk_sub.get_publisher_count())
+        facts = SelectionFacts(
+            now=now_mono, hardware=self.hardware,
+            ready={c: client.service_is_ready()
+                   for c, client in self.capabilities_clients.items()},
+            answers={c: f.result() for c, f in self.survey_futures.items() if f.done()},
+            reply=future.result() if future is not None and future.done() else None,
+            request_subscribers=self.request_pub.get_subscription_count(),
+            chunk_publishers=self.chunk_sub.get_publisher_count())
         for action in self.admission.step(facts):
-            if isinstance(action, AskCapabilities):
+            if isinstance(action, AskCandidate):
+                self.survey_futures[action.candidate] = \
+                    self.capabilities_clients[action.candidate].call_async(
+                        GetCapabilities.Request())
+            elif isinstance(action, Chosen):
+                self.admission_future = None
+                self.server_choice = action.choice.text()
+                self._use_server(action.candidate)
+                self.get_logger().info(f'server choice: {candidate_label(action.candidate)} '
+                                       f'({self.server_choice})')
+            elif isinstance(action, AskCapabilities):
                 self.admission_future = self.capabilities_client.call_async(
                     GetCapabilities.Request())
             elif isinstance(action, AskAdmission):
@@ -314,13 +388,37 @@ class ExecutorNode(Node):
                 self.admission_future = None
                 self.capabilities = action.capabilities
                 with self.lock:
-                    self.core.admit(action.session_id, action.chunk_length)
+                    if self.failing_over and not (self.core.server_is_lost
+                                                  and self.core.state == State.WAITING):
+                        self.failing_over = False   # the grace ran out meanwhile: faulted
+                        self.get_logger().error(f'failover too late: the executor is '
+                                                f'{self.core.state.name}')
+                        return
+                    if self.failing_over:
+                        self.core.fail_over(action.session_id, action.chunk_length,
+                                            time.monotonic())
+                    else:
+                        self.core.admit(action.session_id, action.chunk_length)
                     self.presence.admit(action.instance_id, now_mono)
+                if self.failing_over:
+                    self.failing_over = False
+                    self.get_logger().warning(
+                        f'failed over to server {candidate_label(self.server)}: new session '
+                        f'{action.session_id} (instance {action.instance_id}); moving again '
+                        'only from a fresh capture')
                 self.get_logger().info(
                     f'admitted: session={action.session_id} instance={action.instance_id} '
+                    + (f'server={candidate_label(self.server)} ' if len(self.candidates) > 1
+                       else '') +
                     f'deployment={self.settings.deployment} '
                     f'semantics={self.settings.semantics} '
                     f'chunk_length={action.chunk_length}; settings: {self._settings_text()}')
+            elif isinstance(action, Refused) and self.failing_over:   # hold, fault as today
+                self.admission_future = None
+                self.get_logger().error(f'failover found no server: {action.reason}')
+                with self.lock:
+                    self.core.fault(f'server lost and failover found no server: '
+                                    f'{action.reason}', time.monotonic())
             elif isinstance(action, Refused):   # never move, say why, exit non-zero
                 self.admission_future = None
                 self.get_logger().error(f'admission refused, the arm will not move: '
@@ -361,6 +459,9 @@ class ExecutorNode(Node):
         if self.last_tick_time is not None:
             self.tick_periods.append(now - self.last_tick_time)
         self.last_tick_time = now
+        if (self.settings.on_server_loss == 'failover' and not self.failing_over
+                and self.core.server_is_lost and self.core.state == State.WAITING):
+            self._begin_failover(now)   # the arm holds: ask another candidate
         if not self.admission.done:
             self._advance_admission(now)
         with self.lock:
@@ -500,6 +601,9 @@ class ExecutorNode(Node):
             silence = self.presence.silence(time.monotonic())
         msg.server_last_seen_s = -1.0 if silence is None else silence
         msg.presence_lease_s = float(self.settings.presence_lease_s)
+        msg.server = self.server
+        msg.server_choice = self.server_choice
+        msg.failovers = stats.failovers
         msg.buffered_playback_s = stats.buffered_playback_s
         msg.refill_s = stats.refill_s
         msg.effective_refill_s = stats.effective_refill_s

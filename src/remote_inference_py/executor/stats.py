@@ -28,7 +28,7 @@ RECENT_SEAMS = 50
 COUNTERS = ('ticks', 'dispatched_ticks', 'held_ticks', 'starved_ticks', 'skipped_ticks',
             'return_ticks', 'requests', 'request_timeouts', 'request_failures',
             'request_retries', 'drained_requests', 'chunks_accepted', 'chunks_dropped',
-            'trimmed_steps')
+            'trimmed_steps', 'failovers')
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class ExecutorStats:
     chunks_accepted: int
     chunks_dropped: int
     trimmed_steps: int
+    failovers: int   # new sessions with another server after a loss (failover)
     last_drop_reason: str
     recent_seams: tuple
     max_seam: float

@@ -68,6 +68,11 @@ class ServerConfig:
         'default SO-101 calibration.')
     robot_namespaces: Tuple[str, ...] = setting(
         [''], "Robots served, one namespace each ('' = this node's namespace).")
+    interface_namespace: str = setting(
+        '', "Namespace of this server's policy interface (policy/request, policy/chunk, "
+        "policy/get_capabilities, policy/admit) inside each robot namespace: '' = "
+        "<robot>/policy/... (as before); 'gpu1' = <robot>/gpu1/policy/..., so that several "
+        "servers can serve one robot (the executor's policy_servers lists them).")
     feature_topics: Tuple[str, ...] = setting(
         None, 'feature=topic overrides for image and privileged features; a topic ending in '
         '/compressed is read as sensor_msgs/CompressedImage.')
@@ -149,6 +154,11 @@ class ServerConfig:
         if not robots or len(set(robots)) != len(robots):
             raise ValueError(f"parameter 'robot_namespaces' must be non-empty and unique, got "
                              f'{list(robots)}')
+        space = self.interface_namespace
+        if space and (space.startswith('/') or '' in space.rstrip('/').split('/')):
+            raise ValueError(f"parameter 'interface_namespace' must be a relative name like "
+                             f"'gpu1' (inside each robot namespace), got {space!r}")
+        object.__setattr__(self, 'interface_namespace', space.strip('/'))
         self.topic_overrides()
 
     def topic_overrides(self) -> Dict[str, str]:

@@ -38,6 +38,10 @@ name                           dir    type                             QoS
 ``<ns>/policy/admit``          srv    remote_inference/Admit
 =============================  =====  ===============================  ========================
 
+With ``interface_namespace`` ``<space>`` the four ``policy/`` names are
+``<ns>/<space>/policy/...``: several servers then serve one robot namespace side by side, and
+the robot's executor chooses among them (its ``policy_servers``).
+
 Camera topics: ``observation.images.<camera>`` reads ``cameras/<camera>/image_raw`` unless the
 manifest's ``topic`` or the ``feature_topics`` parameter (``feature=topic``) says otherwise.
 With ``image_transport: compressed`` (a server on another host than the arm) the default and
@@ -167,7 +171,8 @@ class PolicyServerNode(Node):
         self.create_timer(SUMMARY_PERIOD_S, self.log_summary)
         self.create_timer(IMAGE_PATH_CHECK_S, self.check_image_paths)
         self.presence = PresencePublisher(
-            self, [topic_name(r, 'policy/presence') for r in settings.robot_namespaces],
+            self, [topic_name(r, self._interface('policy/presence'))
+                   for r in settings.robot_namespaces],
             self.instance_id, settings.presence_lease_s)
         self.scheduler.start()
         self.presence.start()
@@ -209,14 +214,21 @@ class PolicyServerNode(Node):
                 self.create_subscription(
                     Float64MultiArray, full,
                     lambda msg, r=robot, f=name: self.on_vector(r, f, msg), qos.IMAGES)
-        self.create_subscription(InferenceRequest, topic_name(robot, 'policy/request'),
+        self.create_subscription(InferenceRequest,
+                                 topic_name(robot, self._interface('policy/request')),
                                  lambda msg, r=robot: self.on_request(r, msg), REQUESTS_QOS)
-        self.chunk_pubs[robot] = ChunkPublisher(self, topic_name(robot, 'policy/chunk'),
-                                                qos.CHUNKS)
-        self.create_service(GetCapabilities, topic_name(robot, 'policy/get_capabilities'),
+        self.chunk_pubs[robot] = ChunkPublisher(
+            self, topic_name(robot, self._interface('policy/chunk')), qos.CHUNKS)
+        self.create_service(GetCapabilities,
+                            topic_name(robot, self._interface('policy/get_capabilities')),
                             lambda req, res, r=robot: self.on_capabilities(r, req, res))
-        self.create_service(Admit, topic_name(robot, 'policy/admit'),
+        self.create_service(Admit, topic_name(robot, self._interface('policy/admit')),
                             lambda req, res, r=robot: self.on_admit(r, req, res))
+
+    def _interface(self, name):
+        """Return a policy interface name inside a robot namespace (interface_namespace)."""
+        space = self.core.settings.interface_namespace
+        return f'{space}/{name}' if space else name
 
     def _inputs_text(self):
         parts = []

@@ -1,0 +1,144 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A fleet through the real ``ros2 launch remote_inference fleet.launch.py robots:=4 servers:=2``.
+
+Four simulated arms (no rendering) and two demo policy servers with room for two each: every
+robot is admitted, two per server, and runs at 30 Hz with no starved tick after its first
+chunk. Then one server is killed (SIGKILL): its two robots hold, fault and return home as
+with one server, and the other two keep running untouched (no starved tick, still 30 Hz).
+"""
+
+import signal
+import subprocess
+import time
+
+import pytest
+from remote_inference.msg import ExecutorStatus
+from ros2_cli import Launch, ros2_or_skip
+from ros_fixtures import clean_dead_segments
+
+from remote_inference_py.transport import qos
+
+ROBOTS = [f'robot_{i}' for i in range(4)]
+
+
+@pytest.fixture
+def ros2():
+    """The ros2 executable (skips, or fails in CI, without the tools); stops its daemon."""
+    path = ros2_or_skip()
+    yield path
+    subprocess.run([path, 'daemon', 'stop'], capture_output=True, timeout=30)
+
+
+class Fleet:
+    """The last executor/status of every robot."""
+
+    def __init__(self, ros):
+        self.node, self.spinner = ros
+        self.status = {}
+        self.subscriptions = [
+            self.node.create_subscription(
+                ExecutorStatus, f'/{robot}/executor/status',
+                lambda msg, r=robot: self.status.__setitem__(r, msg), qos.LATCHED)
+            for robot in ROBOTS]
+
+    def states(self):
+        return {r: self.status[r].state_name if r in self.status else '' for r in ROBOTS}
+
+    def until(self, launch, predicate, timeout, what):
+        def check():
+            if launch.proc.poll() is not None:
+                raise AssertionError(f'launch exited {launch.proc.returncode}')
+            return predicate()
+        try:
+            self.spinner.until(check, timeout, what)
+        except AssertionError as error:
+            raise AssertionError(f'{error}; states {self.states()}\n'
+                                 f'{launch.output()[-8000:]}') from None
+
+
+def server_process(launch, server):
+    """Return the psutil process of the policy server in namespace /<server>."""
+    launch.remember_children()
+    for child in launch.children.values():
+        try:
+            if f'__ns:=/{server}' in ' '.join(child.cmdline()) and \
+                    'policy_server' in ' '.join(child.cmdline()):
+                return child
+        except Exception:   # noqa: B902 - a process that ended meanwhile
+            continue
+    raise AssertionError(f'no policy server process in /{server}')
+
+
+def test_four_robots_two_servers_then_one_server_dies(ros2, ros, tmp_path):
+    fleet = Fleet(ros)
+    launch = Launch(ros2, ['robots:=4', 'servers:=2'], tmp_path / 'fleet.log',
+                    launch_file='fleet.launch.py')
+    try:
+        # Everyone admitted and running (the initial wait for a first chunk is not starved).
+        fleet.until(launch, lambda: all(
+            s == 'RUNNING' for s in fleet.states().values()) and all(
+            fleet.status[r].chunks_accepted >= 3 for r in ROBOTS), 150,
+            'every robot running with three chunks')
+        servers = {r: fleet.status[r].server for r in ROBOTS}
+        assert sorted(servers.values()) == ['server_0', 'server_0', 'server_1', 'server_1'], \
+            servers
+        for robot in ROBOTS:
+            assert fleet.status[robot].server_choice, robot   # what was found, on the status
+        before = {r: (time.monotonic(), fleet.status[r].dispatched_ticks) for r in ROBOTS}
+        fleet.spinner.spin_for(4.0)
+        for robot in ROBOTS:
+            status = fleet.status[robot]
+            assert status.starved_ticks == 0, (robot, status.message)
+            started, ticks = before[robot]
+            rate = (status.dispatched_ticks - ticks) / (time.monotonic() - started)
+            assert 25.0 < rate < 35.0, (robot, rate)   # 30 Hz, generous bounds (shared host)
+            assert abs(status.tick_period_p50_s - 1 / 30) < 0.005, (robot, status)
+
+        # Kill server_0: its robots hold and fault; the others run on, untouched.
+        victims = [r for r in ROBOTS if servers[r] == 'server_0']
+        others = [r for r in ROBOTS if servers[r] == 'server_1']
+        server_process(launch, 'server_0').send_signal(signal.SIGKILL)
+        counts = {r: fleet.status[r].dispatched_ticks for r in others}
+        fleet.until(launch, lambda: all(fleet.status[r].state_name == 'FAULT' for r in victims),
+                    60, 'the robots of the killed server in FAULT')
+        for robot in victims:
+            status = fleet.status[robot]
+            assert status.server_presence == 'lost', status
+            assert 'the server was lost' in status.message, status.message
+        for robot in others:
+            status = fleet.status[robot]
+            assert status.state_name == 'RUNNING' and status.starved_ticks == 0, \
+                (robot, status.message)
+            assert status.dispatched_ticks - counts[robot] > 30 * 4, robot
+            assert status.failovers == 0
+        output = launch.output()
+        for robot in victims:
+            assert f'[{robot}.executor]: policy server lost' in output
+        for robot in others:
+            assert f'[{robot}.executor]: policy server lost' not in output
+    except BaseException:
+        print('\n'.join(line[:400] for line in launch.output().splitlines()[-150:]))
+        raise
+    finally:
+        if launch.proc.poll() is None:
+            launch.signal(signal.SIGINT)
+            try:
+                launch.wait(40)
+            except subprocess.TimeoutExpired:
+                pass
+        launch.close()
+        clean_dead_segments()
