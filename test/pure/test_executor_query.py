@@ -151,8 +151,8 @@ def test_question_pauses_asks_resumes_and_finishes_on_the_first_fresh_target():
     assert first[2] == Ask('question', 'where is the cube?', 'pick', 1.0)
     assert [a.phase for a in first if isinstance(a, Feedback)] == ['paused', 'asking']
     assert query.step(Facts(1.5, 'WAITING')) == []
-    answered = query.step(Facts(1.6, 'WAITING', reply=Reply(True, answer=' on the left ',
-                                                             generate_ms=40.0)))
+    reply = Reply(True, answer=' on the left ', generate_ms=40.0)
+    answered = query.step(Facts(1.6, 'WAITING', reply=reply))
     assert answered == [Resume('the answer'), Feedback('resuming', 1, 'on the left')]
     assert query.step(Facts(1.7, 'WAITING')) == []   # still holding: no fresh chunk yet
     done = query.step(Facts(1.9, 'RUNNING', dispatched=True))
