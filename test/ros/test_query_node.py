@@ -22,6 +22,7 @@ requests, the task topic and the arm's commands. The rules themselves are proven
 (test/pure/test_executor_query.py); this checks that they hold across the processes.
 """
 
+from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import PoseStamped
 from node_fixtures import EXECUTOR
 from rclpy.action import ActionClient
@@ -85,7 +86,8 @@ def test_question_and_subtask_hold_the_arm_and_resume_from_a_fresh_capture(proce
     processes.peer('fake_arm.py', node_name='fake_arm', params={'log_commands': False})
     processes.console_script('policy_server', node_name='policy_server', params=SERVER)
     processes.console_script('executor', node_name='executor', params={
-        **EXECUTOR, 'semantics': 'si-radians-v1', 'task': 'pick up the cube'})
+        **EXECUTOR, 'semantics': 'si-radians-v1', 'task': 'pick up the cube',
+        'steering_period_s': 0.3})
     client = ActionClient(node, Query, 'executor/query')
     spinner.until(lambda: watch.state() == 'RUNNING', 30, 'executor RUNNING')
     caps_client = node.create_client(GetCapabilities, 'policy/get_capabilities')
@@ -121,3 +123,21 @@ def test_question_and_subtask_hold_the_arm_and_resume_from_a_fresh_capture(proce
     assert result.task == result.answer and result.answer in SUBTASKS.values()
     spinner.until(lambda: watch.requests[-1].task == result.answer, 5, 'new task requested')
     spinner.until(lambda: watch.tasks and watch.tasks[-1] == result.answer, 5, 'task topic')
+
+    # Steering: a subtask round every 0.3 s of motion until cancelled; cancelling ends it.
+    watch.feedback.clear()
+    future = client.send_goal_async(Query.Goal(kind='steering', text='pick up the cube'),
+                                    feedback_callback=watch.on_feedback)
+    spinner.until(future.done, 10, 'steering accepted')
+    handle = future.result()
+    spinner.until(lambda: [p for p, _ in watch.feedback].count('moving') >= 2, 10,
+                  'two steering rounds')
+    spinner.until(handle.cancel_goal_async().done, 10, 'cancel accepted')
+    result = handle.get_result_async()
+    spinner.until(result.done, 10, 'steering result')
+    outcome = result.result()
+    assert outcome.status == GoalStatus.STATUS_CANCELED, outcome.status
+    assert outcome.result.rounds >= 2 and outcome.result.task in SUBTASKS.values()
+    phases = [p for p, _ in watch.feedback]
+    assert phases[:4] == ['paused', 'asking', 'resuming', 'moving'], phases
+    spinner.until(lambda: watch.state() == 'RUNNING', 5, 'RUNNING after steering')
