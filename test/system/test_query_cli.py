@@ -26,9 +26,9 @@ import subprocess
 
 from geometry_msgs.msg import PoseStamped
 from node_fixtures import EXECUTOR
+import pytest
 from remote_inference.msg import ExecutorStatus
 from ros2_cli import REQUIRE_VARIABLE
-import pytest
 
 from remote_inference_py.evaluation.task import cube_rest_z
 from remote_inference_py.transport import qos

@@ -118,7 +118,7 @@ class Scheduler:
             return self.core.assembler.take_notes()
 
     def text_inputs(self, robot: str, session_id: str, earliest_ns: int):
-        """Return the core's text_inputs (model inputs for a text query), under the lock."""
+        """Select a text query's observation with the core, under the lock (see the core)."""
         with self._cond:
             return self.core.text_inputs(robot, session_id, earliest_ns)
 

@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Text generation with a transformers vision-language model folder (the ``text_model``).
+r"""Text generation with a transformers vision-language model folder (the ``text_model``).
 
 The policy server's ``text_model`` parameter names a folder that ``transformers`` loads with
 ``AutoProcessor`` and ``AutoModelForImageTextToText`` (a SmolVLM folder: config, tokenizer,
@@ -22,7 +22,7 @@ camera, greedily, at most ``max_new_tokens`` tokens. ``steering`` is not offered
 checkpoint trained to generate subtasks from a goal, which a general VLM is not.
 
 The prompt is SmolVLM's chat turn, ``<|im_start|>User:<image>{prompt}<end_of_utterance>
-\\nAssistant:``, where the prompt is the question, or for a subtask ``What is the next step to
+\nAssistant:``, where the prompt is the question, or for a subtask ``What is the next step to
 {text}? The task so far: {task}.``. Whether the answers are useful depends on the weights.
 """
 
