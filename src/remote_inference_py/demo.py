@@ -24,6 +24,12 @@ then the executor is stopped (it returns the arm to its initial position). From 
 prints the summary (did the pick succeed, and when, from the simulated cube pose; the
 asynchronous execution's numbers) and writes a plot and a video of the run.
 
+``--ask TEXT`` asks the policy while the arm works (``--ask-at`` seconds after motion
+started; ``--ask-kind`` question, the default, or subtask), through the executor's
+``executor/query`` action as ``ros2 action send_goal`` does, and prints the answer and how long
+the arm held for it: the scripted expert answers from the simulated cube (README "Ask the
+policy").
+
 ``--policy demo`` serves the built-in demo policy (a loop in joint space), ``--policy idle``
 one that does nothing (the pick fails), and ``--policy PATH`` a ``.pt2`` / TorchScript
 checkpoint with its manifest or a LeRobot checkpoint folder. A LeRobot folder does not record
@@ -167,6 +173,11 @@ def main(argv=None):
                         "arm's, the executor's fps in config/so101_sim.yaml); a checkpoint "
                         "with a manifest runs at the manifest's")
     parser.add_argument('--task', default='pick up the cube')
+    parser.add_argument('--ask', default='', help='ask the policy this while the arm works '
+                        '(executor/query), e.g. "is the cube held?"')
+    parser.add_argument('--ask-at', type=float, default=3.0,
+                        help='when to ask, after motion started [s] (default 3)')
+    parser.add_argument('--ask-kind', default='question', choices=['question', 'subtask'])
     parser.add_argument('--no-video', action='store_true', help='skip the video of the run')
     parser.add_argument('--out', default='', help='output folder (default runs/demo_<time>)')
     options = parser.parse_args(argv)
@@ -179,6 +190,8 @@ def main(argv=None):
         parser.error(str(error))
     if options.seconds is not None and not options.seconds > 0:
         parser.error(f'--seconds must be > 0, got {options.seconds:g}')
+    if not 0 <= options.ask_at <= 600:
+        parser.error(f'--ask-at must be between 0 and 600 s, got {options.ask_at:g}')
     if not 0 <= options.latency <= 10:
         parser.error(f'--latency must be between 0 and 10 s, got {options.latency:g}')
 
@@ -192,6 +205,8 @@ def main(argv=None):
 
     import rclpy
     from geometry_msgs.msg import PoseStamped
+    from rclpy.action import ActionClient
+    from remote_inference.action import Query
     from rclpy.executors import SingleThreadedExecutor
     from remote_inference.msg import ExecutorStatus
     from std_srvs.srv import Trigger
@@ -240,10 +255,13 @@ def main(argv=None):
             node_argv(lib_dir, spec, extra), stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, env={**os.environ, STOP_WITH_PARENT_ENV: str(os.getpid())})
 
+    asker = Asker(ActionClient(node, Query, 'executor/query'), Query, options)
+
     def spin_until(predicate, seconds):
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and not predicate():
             executor.spin_once(timeout_sec=0.02)
+            asker.poll(time.monotonic())
         return predicate()
 
     def exited(name):
@@ -274,6 +292,7 @@ def main(argv=None):
             print(f'demo: the system did not start (exited: {dead or "none"}); see the logs '
                   f'in {out}', file=sys.stderr)
             return 1
+        asker.started = time.monotonic()
         if options.seconds is not None or not policy.picks:
             limit = options.seconds or DEFAULT_LIMIT_S
             print(f'demo: arm moving; running for {limit:g} s', flush=True)
@@ -335,6 +354,39 @@ def main(argv=None):
           '--video)')
     ok = executor_code == 0 and summary.final_state == 'STOPPED'
     return 0 if ok else 1
+
+
+class Asker:
+    """Send the ``--ask`` goal to executor/query once, ``--ask-at`` s after start; print."""
+
+    def __init__(self, client, action, options):
+        """Ask through ``client`` (an ActionClient of ``action``) what ``options`` say."""
+        self.client, self.action, self.options = client, action, options
+        self.started = None
+        self.goal = None
+        self.result = None
+        self.done = False
+
+    def poll(self, now):
+        """Send the goal when due, then print the result once it came."""
+        options = self.options
+        if not options.ask or self.started is None or self.done:
+            return
+        if self.goal is None and now - self.started >= options.ask_at:
+            self.goal = self.client.send_goal_async(self.action.Goal(kind=options.ask_kind,
+                                                                     text=options.ask))
+            print(f'demo: asking the policy ({options.ask_kind}): {options.ask!r}', flush=True)
+        elif self.goal is not None and self.result is None and self.goal.done():
+            self.result = self.goal.result().get_result_async()
+        elif self.result is not None and self.result.done():
+            self.done = True
+            result = self.result.result().result
+            if not result.success:
+                print(f'demo: the query failed: {result.message}', flush=True)
+                return
+            print(f'demo: the policy answered {result.answer!r}; the arm held '
+                  f'{result.hold_s:.2f} s for it (answer after {result.ask_s:.2f} s, then '
+                  f'{result.resume_s:.2f} s to the first target of a fresh chunk)', flush=True)
 
 
 def headline(summary, latency_s, synchronous=False):

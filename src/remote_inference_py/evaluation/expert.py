@@ -48,6 +48,11 @@ jaw. The position actuators only have a proportional gain, so each arm target is
 the gravity torque divided by the gain: the arm settles where the plan says instead of
 sagging a few centimetres.
 
+**Text.** The expert also answers the executor's queries while the arm holds (question,
+subtask, steering; README "Ask the policy"), from the same observation, with scripted
+sentences (:mod:`.sim_answers`): where the cube is and whether it is held, and its next phase
+as the subtask.
+
 **The do-nothing policy** (:class:`IdleRuntime`) returns the observed pose for every step:
 the arm holds still and the cube never moves, so it scores 0.
 """
@@ -58,9 +63,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from remote_inference_py.evaluation import sim_answers
 from remote_inference_py.evaluation.task import cube_rest_z, JOINT_NAMES
 from remote_inference_py.policy_server.manifest import spec_from_dict
-from remote_inference_py.policy_server.runtimes import PolicyRuntime, RuntimeOptions
+from remote_inference_py.policy_server.runtimes import PolicyRuntime, RuntimeOptions, TextAnswer
 
 SEMANTICS = 'si-radians-v1'
 FPS = 30.0
@@ -405,6 +411,7 @@ class ExpertRuntime(PolicyRuntime):
     """The scripted pick expert behind the policy server's runtime interface."""
 
     kind = 'python'
+    text_commands = ('question', 'subtask', 'steering')
 
     def __init__(self, settings: ExpertSettings = ExpertSettings(),
                  expert: Optional[PickExpert] = None):
@@ -420,6 +427,17 @@ class ExpertRuntime(PolicyRuntime):
         chunks = [self.expert.plan(state, cube, self.spec.chunk_length, self.spec.fps)
                   for state, cube in zip(states, cubes)]
         return np.stack(chunks).astype(np.float32)
+
+    def generate_text(self, kind: str, text: str, task: str,
+                      inputs: Dict[str, np.ndarray]) -> TextAnswer:
+        """Answer from the observed cube pose and joints (:mod:`.sim_answers`)."""
+        q = np.asarray(inputs[STATE_FEATURE], dtype=np.float64)
+        cube = np.asarray(inputs[CUBE_FEATURE], dtype=np.float64)
+        if kind == 'question':
+            held = sim_answers.cube_held(cube, q[GRIPPER] < self.expert.settings.closed_below)
+            return TextAnswer(sim_answers.answer_question(text, cube, held))
+        jaw = self.expert.kin.jaw_direction(q, cube[:3], cube_yaw_directions(cube[3:7]))
+        return TextAnswer(sim_answers.subtask(self.expert.phase(q, cube, jaw)))
 
 
 class IdleRuntime(PolicyRuntime):

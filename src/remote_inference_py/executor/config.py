@@ -244,6 +244,15 @@ class NodeSettings:
     admission_timeout_s: float = setting(
         30.0, 'Fault if the server cannot be reached for admission, or its request and chunk '
         'topics do not match, within this long.', unit='s', low=0.1, high=3600.0, live=True)
+    query_max_text_chars: int = setting(
+        1000, 'executor/query: refuse a question or goal longer than this.', low=1,
+        high=100000, live=True)
+    query_answer_timeout_s: float = setting(
+        30.0, 'executor/query: resume without an answer after this long (the goal aborts).',
+        unit='s', low=0.1, high=3600.0, live=True)
+    steering_period_s: float = setting(
+        5.0, 'executor/query steering: motion between two subtask rounds.', unit='s',
+        low=0.1, high=3600.0, live=True)
 
     def __post_init__(self):
         """Check every declared setting; ``expected_features`` ``[any]`` is stored empty."""

@@ -74,6 +74,13 @@ The rules in detail (docs/design.md explains why):
   Hold commands re-send the applied target unchanged. The return path is a straight line in
   joint space at `return_speed_rad_s` for the joint with the farthest to go (and at most
   `max_step_rad` per tick), ending exactly on the pose measured at start.
+- Text work (`pause`, `resume`; the query itself is `query.py`). A pause discards the buffered
+  continuation (the plan and the target being interpolated toward) and closes the requests in
+  flight, so no step of it is ever dispatched again; while paused every tick re-sends the hold
+  target, no request is sent, chunks are dropped and the starvation grace does not run (the
+  text work has its own timeout). `resume(now)` begins a wait at `now`: motion restarts only
+  from a chunk computed on a capture taken after it, and the grace runs from then. Server loss
+  observed while paused faults the query's session (the usual way home).
 """
 
 from dataclasses import dataclass, field
@@ -152,6 +159,7 @@ class ExecutorCore:
         self._session_id = ''
         self._server_lost = False
         self._server_lost_why = ''
+        self._paused = False          # holding for text work (pause .. resume)
 
     # ---------------------------------------------------------------- read-only views
 
@@ -170,6 +178,10 @@ class ExecutorCore:
     committed_target = property(lambda self: _copy(self._timeline.segment_target),
                                 doc='A copy of the target being dispatched or interpolated '
                                     'toward, or None.')
+    paused = property(lambda self: self._paused,
+                      doc='True while holding for text work (between pause and resume).')
+    server_is_lost = property(lambda self: self._server_lost,
+                              doc='True after server_lost (until a fail_over).')
     initial_pose = property(lambda self: _copy(self._robot.initial_pose),
                             doc='A copy of the pose measured at start, or None before start.')
 
@@ -253,6 +265,11 @@ class ExecutorCore:
         lost = self._requests.close_all(Closure(Closed.SERVER_LOST, now))
         if lost:
             self._status.event(f'{requests_text(lost)} abandoned: the server was lost')
+        if self._paused:
+            self._paused = False
+            self._fault('server lost during a query' + (f' ({why})' if why else '')
+                        + ': the answer cannot come and this session does not resume', now)
+            return
         head = f'{why}; ' if why else ''
         if self.state == State.READY:
             self._enter_terminal(State.FAULT, 'server lost before start'
@@ -285,10 +302,38 @@ class ExecutorCore:
         self._status.set(State.WAITING, f"failed over from session '{old}' to '{session_id}';"
                          f' holding, a fresh capture taken after t={now:.3f} is needed')
 
-    @property
-    def server_is_lost(self) -> bool:
-        """Return True after :meth:`server_lost` (until a :meth:`fail_over`)."""
-        return self._server_lost
+    def pause(self, now: float, reason: str) -> None:
+        """Hold for text work from `now` on: discard the buffered continuation (see module doc).
+
+        RuntimeError names why it cannot (not moving, the server lost, already paused).
+        """
+        if self.state not in (State.RUNNING, State.WAITING):
+            raise RuntimeError(f'cannot pause in state {self.state.name}')
+        if self._server_lost:
+            raise RuntimeError('cannot pause: the server was lost')
+        if self._paused:
+            raise RuntimeError('already paused')
+        discarded = self._timeline.buffered_playback()
+        self._timeline.clear()
+        closed = self._requests.close_all(Closure(Closed.DRAINED, now))
+        self._counters.add('drained_requests', len(closed))
+        self._paused = True
+        self._robot.waiting_since = None
+        if closed:
+            self._status.event(f'{requests_text(closed)} drained: motion paused for {reason}')
+        self._status.set(State.WAITING, f'holding for {reason} at t={now:.3f}: the last applied '
+                         f'target is held, {discarded:.2f} s of buffered actions discarded')
+
+    def resume(self, now: float, reason: str) -> None:
+        """End a pause at `now`: move again only from a capture taken after `now`."""
+        if not self._paused:
+            return
+        self._paused = False
+        if self.state not in (State.RUNNING, State.WAITING):
+            return
+        self._robot.waiting_since = now
+        self._status.set(State.WAITING, f'resuming after {reason}: a fresh capture taken after '
+                         f't={now:.3f} is needed')
 
     def update_config(self, config: ExecutorConfig) -> None:
         """Apply new tunables at once; raise ValueError if a structural field changes."""
@@ -316,6 +361,10 @@ class ExecutorCore:
         self._counters.add('ticks')
         if self.state == State.STOPPING:
             return self._output(self._return_command(), tick=tick)
+        if self._paused:   # text work: hold, no request, no grace
+            self._timeline.hold(tick)
+            self._counters.add('held_ticks')
+            return self._output(self._robot.hold_command(), True, None, tick)
         command, held = self._dispatch(tick, now)
         if self.state == State.STOPPING:
             command, held = self._return_command(), False
@@ -413,6 +462,9 @@ class ExecutorCore:
         if self._server_lost:
             return self._drop(request_id, f"server lost: session '{self._session_id}' does "
                                           'not resume')
+        if self._paused:
+            return self._drop(request_id, 'paused for a query: the buffered continuation was '
+                                          'discarded; chunk not used')
         request, turnaround, why = self._requests.answer(request_id, now)
         if request is None:
             return self._drop(request_id, why)
@@ -458,6 +510,7 @@ class ExecutorCore:
 
     def _shut_down(self, faulted: bool, reason: str, now: float) -> None:
         """Leave RUNNING or WAITING at `now`: return home when possible, else end at once."""
+        self._paused = False
         abandoned = self._requests.close_all(Closure(Closed.SHUTDOWN, now))
         if abandoned:
             self._status.event(f'{requests_text(abandoned)} abandoned at shutdown at t={now:.3f}')
@@ -485,6 +538,7 @@ class ExecutorCore:
         return command
 
     def _enter_terminal(self, state: State, message: str) -> None:
+        self._paused = False
         self._timeline.clear()
         self._requests.forget_in_flight()
         self._status.set(state, message)

@@ -36,8 +36,16 @@ name                       dir    type                         role
 ``executor/task``          out    std_msgs/String              latched task of dispatched actions
 =========================  =====  ===========================  ==================================
 
-Services: ``policy/get_capabilities`` and ``policy/admit`` (client), ``executor/start`` and
-``executor/stop`` (``std_srvs/Trigger``).
+Services: ``policy/get_capabilities``, ``policy/admit`` and ``policy/ask`` (client),
+``executor/start`` and ``executor/stop`` (``std_srvs/Trigger``).
+
+Action: ``executor/query`` (remote_inference/action/Query): ask the policy a question, for the
+next subtask, or steer, while the arm holds (README "Ask the policy"). The pure state machine
+is :mod:`.query`; here the goal is checked (:func:`.query.refusal`: a refusal aborts the goal
+with its reason and nothing moves), then the control tick steps the query, pauses and resumes
+the core, calls ``policy/ask`` and publishes feedback; the goal's coroutine only awaits the
+end. A subtask answer becomes the task of every later request (and of ``executor/task``) until
+the next answer or a ``task`` parameter change.
 
 With several candidate servers (``policy_servers``, e.g. ``[gpu1, gpu2]``) the four
 ``policy/`` names exist once per candidate, ``<candidate>/policy/...``; admission surveys them
@@ -61,10 +69,13 @@ import time
 import traceback
 
 import numpy as np
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.action import ActionServer, CancelResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.duration import Duration
 from rclpy.node import Node
+from rclpy.task import Future
 from rclpy.time import Time
+from remote_inference.action import Query as QueryAction
 from remote_inference.msg import (
     ExecutorStatus,
     HardwareInfo,
@@ -72,7 +83,7 @@ from remote_inference.msg import (
     ObservationFeature,
     ServerPresence as ServerPresenceMsg,
 )
-from remote_inference.srv import Admit, GetCapabilities
+from remote_inference.srv import Admit, Ask, GetCapabilities
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
@@ -82,6 +93,7 @@ from remote_inference_py.common.node_main import run_node
 from remote_inference_py.common.params import (
     build_configs, declare_parameters, declared, LiveSettings)
 from remote_inference_py.common.ticker import Ticker
+from remote_inference_py.executor import query as queries
 from remote_inference_py.executor.admission import (
     Admitted, AskAdmission, AskCapabilities, Client, Hardware, Phase, Refused)
 from remote_inference_py.executor.choice import (
@@ -132,6 +144,8 @@ class ExecutorNode(Node):
         self.task_published = None
         self.last_tick_time = None
         self.tick_periods = collections.deque(maxlen=TICK_WINDOW)
+        self.task_override = None     # the last subtask answer (executor/query)
+        self.query = None             # the running executor/query goal (QueryGoal)
 
         io = MutuallyExclusiveCallbackGroup()
         subscribe_joint_states(self, 'joint_states', self.on_joint_states, qos.JOINT_STATES,
@@ -142,7 +156,7 @@ class ExecutorNode(Node):
                                  qos.LATCHED, callback_group=io)
         # One policy interface per candidate server (policy_servers; '' = policy/... here).
         self.chunk_subs, self.request_pubs = {}, {}
-        self.capabilities_clients, self.admit_clients = {}, {}
+        self.capabilities_clients, self.admit_clients, self.ask_clients = {}, {}, {}
         for candidate in self.candidates:
             def name(relative, c=candidate):
                 return f'{c}/{relative}' if c else relative
@@ -159,6 +173,8 @@ class ExecutorNode(Node):
                 GetCapabilities, name('policy/get_capabilities'), callback_group=io)
             self.admit_clients[candidate] = self.create_client(
                 Admit, name('policy/admit'), callback_group=io)
+            self.ask_clients[candidate] = self.create_client(
+                Ask, name('policy/ask'), callback_group=io)
         self.chunk_sub = self.chunk_subs[self.server]
         self.request_pub = self.request_pubs[self.server]
         self.command_pub = self.create_publisher(
@@ -169,6 +185,11 @@ class ExecutorNode(Node):
         self.task_pub = self.create_publisher(String, 'executor/task', qos.LATCHED)
         self.capabilities_client = self.capabilities_clients[self.server]
         self.admit_client = self.admit_clients[self.server]
+        self.ask_client = self.ask_clients[self.server]
+        self.query_server = ActionServer(
+            self, QueryAction, 'executor/query', self.on_query,
+            cancel_callback=self.on_query_cancel,
+            callback_group=ReentrantCallbackGroup())   # a goal awaits its end: block nothing
         self.create_service(Trigger, 'executor/start', self.on_start, callback_group=io)
         self.create_service(Trigger, 'executor/stop', self.on_stop, callback_group=io)
         self.live = LiveSettings(self, (self.config, self.settings), self.apply_settings)
@@ -192,6 +213,8 @@ class ExecutorNode(Node):
         with self.lock:
             self.core.update_config(config)
             self.config, self.settings = config, settings
+            if 'task' in changes:   # the user's task replaces a subtask answer
+                self.task_override = None
             self.admission.update(self._admission_client())
 
     # ---- inputs -------------------------------------------------------------------------
@@ -341,6 +364,7 @@ class ExecutorNode(Node):
         self.request_pub = self.request_pubs[candidate]
         self.capabilities_client = self.capabilities_clients[candidate]
         self.admit_client = self.admit_clients[candidate]
+        self.ask_client = self.ask_clients[candidate]
         with self.lock:   # a new server: its presence starts afresh (admission admits it)
             self.presence = ServerPresence(self.settings.presence_lease_s)
 
@@ -476,6 +500,8 @@ class ExecutorNode(Node):
                     self.start_requested = False
                     self.get_logger().info('motion started')
             out = self.core.tick(now)
+            if self.query is not None:
+                self._step_query(now, out)
         if out.request is not None:
             self._send_request(out.request)
         if out.command is not None:
@@ -512,7 +538,7 @@ class ExecutorNode(Node):
             return Time(nanoseconds=int(round((core_time + offset) * 1e9))).to_msg()
 
         msg.earliest_capture_stamp = stamp(order.earliest_capture_time)
-        msg.task = self.settings.task
+        msg.task = self.current_task
         if order.plan is not None:
             msg.plan_start_stamp = stamp(order.plan.start)
             msg.plan_steps = order.plan.steps
@@ -541,6 +567,99 @@ class ExecutorNode(Node):
             msg = JointTrajectory(joint_names=names, points=[point])
             msg.header.stamp = stamp
         self.command_pub.publish(msg)
+
+    # ---- executor/query -----------------------------------------------------------------
+
+    @property
+    def current_task(self):
+        """Return the task of the next request: the last subtask answer, else the parameter."""
+        return self.task_override if self.task_override is not None else self.settings.task
+
+    def _query_settings(self):
+        s = self.settings
+        return queries.QuerySettings(max_text_chars=s.query_max_text_chars,
+                                     answer_timeout_s=s.query_answer_timeout_s,
+                                     steering_period_s=s.steering_period_s)
+
+    async def on_query(self, handle):
+        """Run an executor/query goal: refuse it by name, or await what the tick makes of it."""
+        goal = handle.request
+        with self.lock:
+            offered = tuple(getattr(self.capabilities, 'text_commands', ()))
+            refused = queries.refusal(
+                goal.kind, goal.text, offered=offered,
+                admitted=self.admission.phase is Phase.ADMITTED, state=self.core.state.name,
+                server_lost=self.core.server_is_lost, busy=self.query is not None,
+                settings=self._query_settings())
+            if not refused:
+                self.query = QueryGoal(handle, queries.Query(
+                    goal.kind, goal.text, self.current_task, self._query_settings()))
+        if refused:
+            self.get_logger().warning(f'query refused, nothing moves: {refused}')
+            handle.abort()
+            return QueryAction.Result(success=False, message=refused,
+                                      task=self.current_task)
+        self.get_logger().info(f'query accepted: {goal.kind} {goal.text!r}')
+        finish = await self.query.finished
+        status = {'succeeded': handle.succeed, 'canceled': handle.canceled,
+                  'aborted': handle.abort}[finish.status]
+        if handle.is_active:
+            status()
+        return QueryAction.Result(
+            success=finish.status == 'succeeded', message=finish.message,
+            answer=finish.answer, task=finish.task, rounds=finish.rounds, hold_s=finish.hold_s,
+            ask_s=finish.ask_s, generate_ms=finish.generate_ms, resume_s=finish.resume_s)
+
+    def on_query_cancel(self, handle):
+        """Accept a cancel: the tick resumes from a fresh capture, then ends the goal."""
+        with self.lock:
+            if self.query is not None and self.query.handle is handle:
+                self.query.cancel = True
+        return CancelResponse.ACCEPT
+
+    def _step_query(self, now, out):
+        """Step the running query (under the lock) and carry out its actions."""
+        run = self.query
+        reply = None
+        if run.future is not None and run.future.done():
+            result = run.future.result()
+            run.future = None
+            reply = (queries.Reply(False, 'policy/ask failed') if result is None else
+                     queries.Reply(result.success, result.message, result.answer,
+                                   result.generate_ms))
+        facts = queries.Facts(now, self.core.state.name, self.core.stats().message,
+                              dispatched=out.command is not None and not out.held
+                              and self.core.state == State.RUNNING,
+                              reply=reply, cancel=run.cancel)
+        for action in run.query.step(facts):
+            if isinstance(action, queries.Pause):
+                self.core.pause(now, action.reason)
+            elif isinstance(action, queries.Ask):
+                run.future = self._ask(action)
+            elif isinstance(action, queries.SetTask):
+                self.task_override = action.task
+                self.task_published = action.task
+                self.task_pub.publish(String(data=action.task))
+                self.get_logger().info(f'new task from the policy: {action.task!r}')
+            elif isinstance(action, queries.Resume):
+                self.core.resume(now, action.reason)
+            elif isinstance(action, queries.Feedback):
+                run.handle.publish_feedback(QueryAction.Feedback(
+                    phase=action.phase, round=action.round, answer=action.answer))
+            elif isinstance(action, queries.Finish):
+                self.query = None
+                self.get_logger().info(
+                    f'query {action.status}: {action.message}; answer {action.answer!r}; '
+                    f'held {action.hold_s:.2f} s (ask {action.ask_s:.2f} s, resume '
+                    f'{action.resume_s:.2f} s)')
+                run.finished.set_result(action)
+
+    def _ask(self, ask):
+        msg = Ask.Request(session_id=self.core.session_id, kind=ask.kind, text=ask.text,
+                          task=ask.task)
+        msg.earliest_capture_stamp = Time(nanoseconds=int(round(
+            (ask.earliest + self._clock_offset()) * 1e9))).to_msg()
+        return self.ask_client.call_async(msg)
 
     # ---- services and shutdown ----------------------------------------------------------
 
@@ -656,6 +775,18 @@ class ExecutorNode(Node):
                 f'starvation_grace_s={cfg.starvation_grace_s} '
                 f'request_timeout_s={cfg.request_timeout_s} '
                 f'return_to_initial_position={cfg.return_to_initial_position}')
+
+
+class QueryGoal:
+    """The executor/query goal being run: its handle, its query, its pending ask."""
+
+    def __init__(self, handle, query):
+        """Run `query` (a queries.Query) for the goal `handle`."""
+        self.handle = handle
+        self.query = query
+        self.cancel = False
+        self.future = None          # the policy/ask call in flight
+        self.finished = Future()    # set to the queries.Finish action
 
 
 def main(args=None):

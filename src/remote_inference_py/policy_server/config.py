@@ -131,6 +131,12 @@ class ServerConfig:
     rtc_max_guidance_weight: float = setting(
         0.0, "flow_matching: cap of the guidance weight; 0: the manifest's.", low=0.0,
         high=1000000.0)
+    text_model: str = setting(
+        '', 'A transformers vision-language model folder (e.g. SmolVLM) that answers the '
+        "executor's question and subtask queries about the first camera; empty: the "
+        "policy's own text commands, if it has any.")
+    text_max_new_tokens: int = setting(
+        24, 'At most this many tokens per text_model answer.', low=1, high=4096)
     extra_latency_s: float = setting(
         0.0, 'Test/benchmark knob: hold every answer back this long after it is computed, '
         'without holding up the worker (a slow link or remote queue); keep 0 in '

@@ -283,6 +283,30 @@ class PolicyServerCore:
         """Return the number of admitted sessions."""
         return len(self.sessions)
 
+    def text_inputs(self, robot: str, session_id: str, earliest_ns: int):
+        """Return (model inputs, capture stamp [ns], '') for a text query, or (None, 0, why).
+
+        The observation is selected as a request's is (every stream captured at or after
+        ``earliest_ns``); an unknown session or robot is refused by name.
+        """
+        why = self.sessions.touch(session_id, robot)
+        if why is not None:
+            return None, 0, why
+        buffers = self.buffers[robot]
+        selection = self.assembler.select(buffers, earliest_ns)
+        if selection is None:
+            return None, 0, self.assembler.missing(buffers, earliest_ns)
+        try:
+            inputs = self.assembler.build(selection, buffers)
+            for feature in self.spec.features:   # the frames before normalizing, in [0, 1]
+                if feature.kind == 'rgb':
+                    inputs[feature.name + '.rgb'] = images.to_model_input(
+                        selection.samples[feature.name][-1].payload, feature,
+                        feature.name in self.assembler.rotate_180)
+        except InputError as error:
+            return None, 0, f'{UNUSABLE_OBSERVATION}: {error}'
+        return inputs, selection.capture_stamp_ns, ''
+
     # ---- samples ------------------------------------------------------------------------
 
     def _store(self, robot: str, stream: str, make) -> Optional[InputError]:

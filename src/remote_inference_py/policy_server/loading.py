@@ -44,7 +44,7 @@ import pathlib
 import re
 import sys
 import time
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import PolicyServerCore
@@ -167,6 +167,7 @@ class LoadedPolicy:
     report: WarmupReport
     load_s: float
     inline: bool                     # serve in the callback that makes a request ready
+    text: Any = None                 # what answers queries: the text_model, else the runtime
 
     def loaded_text(self) -> str:
         """Return the log line that describes the loaded policy."""
@@ -228,8 +229,19 @@ def load_policy(config: ServerConfig, log: Callable[[str], None] = lambda text: 
     # Serve in the callback (one thread hand-off less) only when it cannot hold up the node:
     # a fast model, and one robot (nothing to batch).
     inline = len(config.robot_namespaces) == 1 and report.last_ms <= config.inline_serve_max_ms
+    text = runtime
+    if config.text_model:
+        from remote_inference_py.policy_server.vlm_text import VisionLanguageText
+        try:
+            text = VisionLanguageText(config.text_model, config.device,
+                                      config.text_max_new_tokens)
+        except BaseException:
+            runtime.close()
+            raise
+        log(f'text model {config.text_model} loaded in {text.load_s:.1f} s')
     loaded = LoadedPolicy(runtime=runtime, core=core, topics=topics, report=report,
-                          load_s=load_s, inline=inline)
+                          load_s=load_s, inline=inline, text=text)
     log(loaded.loaded_text())
     log(loaded.warm_up_text())
+    log(f'text commands: {", ".join(text.text_commands) or "none"}')
     return loaded

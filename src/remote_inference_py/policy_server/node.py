@@ -36,11 +36,20 @@ name                           dir    type                             QoS
 ``<ns>/policy/presence``       out    remote_inference/ServerPresence   presence (best effort)
 ``<ns>/policy/get_capabilities``  srv  remote_inference/GetCapabilities
 ``<ns>/policy/admit``          srv    remote_inference/Admit
+``<ns>/policy/ask``            srv    remote_inference/Ask             (text queries)
 =============================  =====  ===============================  ========================
 
-With ``interface_namespace`` ``<space>`` the four ``policy/`` names are
+With ``interface_namespace`` ``<space>`` the ``policy/`` names are
 ``<ns>/<space>/policy/...``: several servers then serve one robot namespace side by side, and
 the robot's executor chooses among them (its ``policy_servers``).
+
+Text queries (README "Ask the policy"): ``policy/ask`` answers the executor's question,
+subtask and steering queries with the runtime's ``generate_text`` (or the ``text_model``'s),
+on a text thread of its own (:class:`.text.TextWorker`): the service callback is a coroutine
+that awaits the text thread's answer, so the node's executor goes on taking samples and
+requests and the inference thread goes on serving chunks while text is generated.
+``GetCapabilities.text_commands`` lists the kinds offered; a query of another kind is refused
+by name at once.
 
 Camera topics: ``observation.images.<camera>`` reads ``cameras/<camera>/image_raw`` unless the
 manifest's ``topic`` or the ``feature_topics`` parameter (``feature=topic``) says otherwise.
@@ -84,16 +93,19 @@ forward pass busy that much longer (a slower model, reported as inference time).
 """
 
 import copy
+import functools
 import threading
 import time
 import uuid
 
 from geometry_msgs.msg import PoseStamped
 import numpy as np
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.duration import Duration
 from rclpy.node import Node
+from rclpy.task import Future
 from remote_inference.msg import InferenceRequest, ObservationFeature
-from remote_inference.srv import Admit, GetCapabilities
+from remote_inference.srv import Admit, Ask, GetCapabilities
 from sensor_msgs.msg import CompressedImage as CompressedImageMsg
 from std_msgs.msg import Float64MultiArray
 
@@ -108,6 +120,7 @@ from remote_inference_py.policy_server.core import Answer, Request
 from remote_inference_py.policy_server.images import CompressedImage, InputError, RawImage
 from remote_inference_py.policy_server.loading import load_policy
 from remote_inference_py.policy_server.scheduler import Scheduler
+from remote_inference_py.policy_server.text import ask_refusal, AskJob, TextWorker
 from remote_inference_py.policy_server.topics import COMPRESSED_SUFFIX, topic_name
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.endpoints import (
@@ -160,6 +173,9 @@ class PolicyServerNode(Node):
         except ValueError as error:   # RuntimeLoadError included
             raise ConfigError(str(error)) from None
         self.runtime, self.core, self.topics = loaded.runtime, loaded.core, loaded.topics
+        self.text = loaded.text
+        self.text_worker = TextWorker(self.text, self.scheduler_text_inputs,
+                                      self.config.observation_wait_s)
         self.scheduler = Scheduler(
             self.core, self.publish_answer, inline=loaded.inline, rejected=self._rejected,
             log_error=lambda where, text: self.log_throttled('error', (where,), text))
@@ -176,6 +192,7 @@ class PolicyServerNode(Node):
             self.instance_id, settings.presence_lease_s)
         self.scheduler.start()
         self.presence.start()
+        self.text_worker.start()
         clients = 'one client' if settings.max_clients == 1 else \
             f'{settings.max_clients} clients'
         robots = ', '.join(repr(r) for r in settings.robot_namespaces)
@@ -224,6 +241,9 @@ class PolicyServerNode(Node):
                             lambda req, res, r=robot: self.on_capabilities(r, req, res))
         self.create_service(Admit, topic_name(robot, self._interface('policy/admit')),
                             lambda req, res, r=robot: self.on_admit(r, req, res))
+        self.create_service(Ask, topic_name(robot, self._interface('policy/ask')),
+                            functools.partial(self.on_ask, robot),   # a coroutine
+                            callback_group=ReentrantCallbackGroup())   # awaits the text thread
 
     def _interface(self, name):
         """Return a policy interface name inside a robot namespace (interface_namespace)."""
@@ -341,6 +361,41 @@ class PolicyServerNode(Node):
         response.max_requests_in_flight = int(contract.max_requests_in_flight)
         response.max_clients = self.core.settings.max_clients
         response.active_clients = self.scheduler.active_clients
+        response.text_commands = list(self.text.text_commands)
+        return response
+
+    def scheduler_text_inputs(self, robot, session_id, earliest_ns):
+        """Select a text query's observation (the text thread calls it)."""
+        return self.scheduler.text_inputs(robot, session_id, earliest_ns)
+
+    async def on_ask(self, robot, request, response):
+        """Answer a text query from the text thread; refuse what cannot be answered at once."""
+        refused = ask_refusal(self.text, request.kind, request.text)
+        where = f' for robot {robot!r}' if robot else ''
+        if refused:
+            response.success, response.message = False, refused
+            self.get_logger().warning(f'query refused{where}: {refused}')
+            return response
+        future = Future()
+        self.text_worker.submit(AskJob(robot, request.session_id, request.kind, request.text,
+                                       request.task, stamp_ns(request.earliest_capture_stamp)),
+                                future.set_result)
+        result = await future
+        response.success, response.message = result.success, result.message
+        response.answer = result.answer
+        sec, nanosec = divmod(result.capture_ns, 1_000_000_000)
+        response.capture_stamp.sec, response.capture_stamp.nanosec = sec, nanosec
+        response.queue_wait_ms = result.queue_wait_ms
+        response.preprocess_ms = result.preprocess_ms
+        response.generate_ms = result.generate_ms
+        response.generated_tokens = result.generated_tokens
+        if result.success:
+            self.get_logger().info(
+                f'{request.kind} answered{where} (session {request.session_id}) in '
+                f'{result.generate_ms:.0f} ms: {request.text!r} -> {result.answer!r}')
+        else:
+            self.get_logger().warning(f'{request.kind} query not answered{where}: '
+                                      f'{result.message}')
         return response
 
     def _feature_msg(self, feature):
@@ -442,6 +497,7 @@ class PolicyServerNode(Node):
             self.presence.close()
         if self.scheduler is not None:
             self.scheduler.stop()
+            self.text_worker.stop()
         if self.runtime is not None:
             self.runtime.close()
         for publisher in self.chunk_pubs.values():

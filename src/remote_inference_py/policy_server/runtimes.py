@@ -29,6 +29,12 @@ observation's capture time. Other runtimes are called without it. A runtime that
 numbers reseeds them in ``reset(seed)``, called by the evaluation at the start of each
 episode.
 
+A runtime that generates text (the executor's queries while the arm holds, README "Ask the
+policy") lists the query kinds it answers in ``text_commands`` (``question``, ``subtask``,
+``steering``) and implements ``generate_text(kind, text, task, inputs)``: the same model inputs
+as ``infer`` without the batch dimension, returning a :class:`TextAnswer`. The default offers
+none, and the server refuses every query to it by name.
+
 The runtimes themselves live in modules of their own (:mod:`.demo_policy`,
 :mod:`.torch_runtime`, :mod:`.flow_runtime`, :mod:`.lerobot_runtime`) and :mod:`.loading`
 picks one; they import this module, never the other way round.
@@ -89,12 +95,22 @@ class Prefix:
     frozen_steps: int
 
 
+@dataclasses.dataclass(frozen=True)
+class TextAnswer:
+    """Text a runtime generated, and how many tokens that took (0 when not a model)."""
+
+    text: str
+    generated_tokens: int = 0
+
+
 class PolicyRuntime:
     """The interface every runtime implements."""
 
     kind = ''
     supports_prefix = False
     """True when ``infer`` takes ``prefixes`` and conditions the chunk on them."""
+    text_commands: Tuple[str, ...] = ()
+    """The query kinds ``generate_text`` answers (question, subtask, steering); () = none."""
 
     def __init__(self, spec: PolicySpec, device: str = 'cpu', source: str = ''):
         """Store the spec, the device and a description of where the policy came from."""
@@ -106,6 +122,12 @@ class PolicyRuntime:
     def infer(self, inputs: Dict[str, np.ndarray], tasks: Sequence[str]) -> np.ndarray:
         """Return ``[batch, steps, actions]`` normalized policy actions for a batch."""
         raise NotImplementedError
+
+    def generate_text(self, kind: str, text: str, task: str,
+                      inputs: Dict[str, np.ndarray]) -> TextAnswer:
+        """Answer a query of ``kind`` (one of ``text_commands``) about one observation."""
+        raise NotImplementedError(f'{self.kind or type(self).__name__} runtime generates no '
+                                  'text')
 
     def reset(self, seed: int) -> None:
         """Start a new episode: a runtime that draws random numbers reseeds them from ``seed``.

@@ -117,6 +117,11 @@ class Scheduler:
         with self._cond:
             return self.core.assembler.take_notes()
 
+    def text_inputs(self, robot: str, session_id: str, earliest_ns: int):
+        """Select a text query's observation with the core, under the lock (see the core)."""
+        with self._cond:
+            return self.core.text_inputs(robot, session_id, earliest_ns)
+
     def on_privileged(self, robot: str, feature: str, stamp_ns: int,
                       values: Sequence[float]) -> Optional[InputError]:
         """Store a privileged vector, as on_joint_states."""
