@@ -16,7 +16,8 @@
 The executor room: plays chunks on the robot at the action rate and asks for the next in time.
 
 Pure: :mod:`.config` (frozen settings), :mod:`.admission` (the handshake with a policy server
-before motion), :mod:`.refill` (when to ask), :mod:`.merge` (how a new chunk joins the plan,
+before motion), :mod:`.choice` (which of several candidate servers, and failover),
+:mod:`.refill` (when to ask), :mod:`.merge` (how a new chunk joins the plan,
 and blending), :mod:`.core` (the state machine: buffer, hold, faults, return) over its parts
 :mod:`.timeline`, :mod:`.requests`, :mod:`.validation`, :mod:`.hold` and :mod:`.stats`. ROS:
 :mod:`.node` maps parameters, topics and services onto the handshake and the core.
