@@ -18,8 +18,10 @@ Run every benchmark in bench/ one after another: ``./run bench``.
 Each ``bench_<name>.py`` prints its own markdown tables and writes ``bench/results/<name>.md``;
 this runs them in turn, then writes all results into one document, ``bench/results/README.md``
 (date, machine, every table), prints it, and exits non-zero if a benchmark failed. Benchmarks
-measure, they do not pass or fail. Budget: under 15 minutes on a 2-core machine. Soaks
-(``SOAKS``, 40 minutes and more) run only by name: ``./run bench presence``.
+measure, they do not pass or fail. Budget: under 15 minutes on a 2-core machine. Soaks and
+other long runs (``SOAKS``: the presence soak, 40 minutes and more; the discovery benchmark,
+which starts up to 32 processes per cell, 18 minutes on a loaded machine) run only by name:
+``./run bench presence``, ``./run bench discovery``.
 
 ``python bench/run_all.py NAME ...`` runs only those benchmarks. ``--smoke`` runs each in its
 smoke mode (bench/smoke.py), soaks included, with every result in one folder outside
@@ -37,7 +39,7 @@ import time
 
 import smoke
 
-SOAKS = ('bench_presence.py',)
+SOAKS = ('bench_presence.py', 'bench_discovery.py')
 
 
 def main(argv=None):

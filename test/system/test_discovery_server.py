@@ -60,7 +60,7 @@ def ros2_node_list(lan, env):
     if ros2 is None:
         pytest.skip('the ros2 command-line tools are not installed')
     done = subprocess.run(
-        lan.prefix('discovery') + [ros2, 'node', 'list', '--no-daemon', '--spin-time', '3'],
+        lan.prefix('discovery') + [ros2, 'node', 'list', '--no-daemon', '--spin-time', '5'],
         env=dict(env, ROS_SUPER_CLIENT='TRUE'), capture_output=True, text=True, timeout=60)
     return set(done.stdout.split())
 

@@ -22,6 +22,7 @@ without a terminal, SIGINT to its whole process group (each node then gets it tw
 SIGTERM, or SIGKILL (its nodes then stop on their own: parent-death signal).
 """
 
+import os
 import pathlib
 import re
 import signal
@@ -299,6 +300,31 @@ def test_a_bad_argument_stops_the_launch_before_any_node_starts(launch_factory, 
     output = launch.output()
     assert code != 0 and named in output, output
     assert 'process started' not in output, output
+
+
+def test_discovery_server_start_runs_the_nodes_through_a_server(ros2, launch_factory):
+    # A port of this test run's own (two pytest workers), above the DDS ports of our domains.
+    port = 58000 + os.getpid() % 7000
+    launch = launch_factory('side:=server', f'discovery_server:=start:{port}', name='server')
+    client = dict(os.environ, ROS_DISCOVERY_SERVER=f'127.0.0.1:{port}')
+    names = set()
+    for _ in range(10):
+        names = set(subprocess.run(
+            [ros2, 'node', 'list', '--no-daemon', '--spin-time', '3'], capture_output=True,
+            text=True, timeout=60, env=dict(client, ROS_SUPER_CLIENT='TRUE')).stdout.split())
+        if '/policy_server' in names:
+            break
+    assert '/policy_server' in names, launch.output()
+    # The node is a client of the server only: simple discovery does not find it.
+    assert '/policy_server' not in run_cli(ros2, 'node', 'list', '--no-daemon', '--spin-time',
+                                           '2')
+    assert f'discovery through the Fast DDS discovery server at 127.0.0.1:{port}' in \
+        launch.output()
+    launch.remember_children()
+    assert len(launch.children) == 2, launch.children   # the policy server and the server
+    launch.signal(signal.SIGINT)
+    assert launch.wait(timeout=30) == 0
+    assert not launch.alive_children(timeout=20.0)
 
 
 def test_show_args_lists_the_arguments(ros2):
