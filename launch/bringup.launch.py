@@ -32,16 +32,9 @@ and the tests); this file only maps it onto launch actions. Examples::
 import os
 import time
 
-from ament_index_python.packages import get_package_prefix, get_package_share_directory
+from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import (
-    DeclareLaunchArgument,
-    ExecuteProcess,
-    LogInfo,
-    OpaqueFunction,
-    SetEnvironmentVariable,
-    UnsetEnvironmentVariable,
-)
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -94,7 +87,7 @@ def _launch_setup(context):
         bag_dir=values['bag_dir'] or time.strftime('remote_inference_%Y%m%d_%H%M%S'),
         cameras=values['cameras'], image_transport=values['image_transport'],
         record_images=record_images)
-    actions = _discovery_actions(values['discovery_server'])
+    actions = discovery.launch_actions(values['discovery_server'], STOP_WITH_PARENT_ENV)
     if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ:
         profile = 'fastdds_shm.xml' if values['side'] == 'both' else 'fastdds_lan.xml'
         actions.append(SetEnvironmentVariable('FASTDDS_DEFAULT_PROFILES_FILE',
@@ -115,25 +108,6 @@ def _launch_setup(context):
             # the executor returns the arm first, so escalation waits.
             additional_env={STOP_WITH_PARENT_ENV: str(os.getpid())},
             sigterm_timeout='15', sigkill_timeout='20'))
-    return actions
-
-
-def _discovery_actions(value):
-    """Point the nodes at the discovery server(s) asked for, starting one if asked."""
-    choice = discovery.parse(value)   # a ValueError naming the bad value stops the launch
-    client = choice.client_value()
-    if client is None:
-        return []
-    if client == '':
-        return [UnsetEnvironmentVariable(discovery.ENV)]
-    actions = [SetEnvironmentVariable(discovery.ENV, client),
-               LogInfo(msg=f'discovery through the Fast DDS discovery server at {client}')]
-    if choice.mode == 'start':
-        script = os.path.join(get_package_prefix('remote_inference'), 'lib', 'remote_inference',
-                              'discovery_server')
-        actions.append(ExecuteProcess(
-            cmd=[script, '--port', str(choice.port)], name='discovery_server', output='screen',
-            additional_env={STOP_WITH_PARENT_ENV: str(os.getpid())}))
     return actions
 
 

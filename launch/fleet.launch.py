@@ -36,6 +36,7 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 from remote_inference_py import bringup
+from remote_inference_py.common import discovery
 from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
 
 ARGUMENTS = (
@@ -49,6 +50,9 @@ ARGUMENTS = (
     ('device', 'cpu', 'Torch device of the policy servers.'),
     ('config_file', '', 'Parameters YAML; empty: config/so101_fleet.yaml of this package.'),
     ('log_level', 'info', 'Log level of every node.'),
+    ('discovery_server', '', 'As in bringup.launch.py: empty (the environment decides), off, '
+                             'start or start:PORT (one server for the whole fleet, started '
+                             'here), or HOST:PORT[;HOST:PORT].'),
 )
 
 
@@ -67,7 +71,7 @@ def _launch_setup(context):
         max_clients=_integer(values, 'max_clients'), on_server_loss=values['on_server_loss'],
         checkpoint=values['checkpoint'], device=values['device'],
         config_file=values['config_file'], share_dir=share)
-    actions = []
+    actions = discovery.launch_actions(values['discovery_server'], STOP_WITH_PARENT_ENV)
     if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ:
         actions.append(SetEnvironmentVariable('FASTDDS_DEFAULT_PROFILES_FILE', os.path.join(
             share, 'config', 'fastdds_shm.xml')))

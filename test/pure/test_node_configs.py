@@ -141,10 +141,11 @@ def test_load_policy_loads_warms_up_and_says_so():
         assert loaded.report.iterations >= 2 and loaded.inline   # a fast model, one robot
         assert loaded.core.runtime is loaded.runtime
         assert loaded.core.settings.deployment == 'so101'
-        assert len(lines) == 3
+        assert len(lines) == 4
         assert lines[0] == 'loading the policy (policy_type=auto, checkpoint=none, device=cpu)'
         assert lines[1].startswith("policy 'demo' from ") and 'loaded in' in lines[1]
         assert lines[2].startswith('warm-up: ') and lines[2].endswith('inline when ready')
+        assert lines[3] == 'text commands: none'
     finally:
         loaded.runtime.close()
     two_robots = load_policy(ServerConfig(robot_namespaces=['a', 'b'],
