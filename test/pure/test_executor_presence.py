@@ -125,6 +125,13 @@ def test_anything_from_another_instance_loses_the_admitted_one_at_once(what):
     assert presence.state == 'lost' and presence.heard('old1', 1.4, what) is None
 
 
+def test_a_server_that_did_not_say_its_instance_is_not_judged_by_instance():
+    presence = ServerPresence(LEASE)
+    presence.admit('', 0.0)
+    assert presence.heard('x', 0.5, 'a chunk') is None and presence.state == 'alive'
+    assert presence.check(0.5 + LEASE + 1e-9).reason is LossReason.LEASE_EXPIRED
+
+
 def test_a_refusal_names_the_instance_that_refused():
     presence = ServerPresence(LEASE)
     presence.admit('a', 0.0)

@@ -106,10 +106,11 @@ def test_a_newer_request_of_the_same_session_wins():
     session = admit(core)
     core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
     core.on_request(Request('', session, 1, 0))
-    core.on_request(Request('', session, 2, 0))
+    pushed_out = core.on_request(Request('', session, 2, 0))
     [answer] = serve_one(core)
     assert answer.request_id == 2
     assert core.stats.totals['superseded'] == 1
+    assert pushed_out.request_id == 1 and not pushed_out.session_refused   # worth a retry
 
 
 def test_unknown_sessions_are_refused_with_an_error_answer():
@@ -117,6 +118,7 @@ def test_unknown_sessions_are_refused_with_an_error_answer():
     refusal = core.on_request(Request('', 'someone-else', 3, 0))
     assert refusal.error.startswith("session 'someone-else' is not admitted")
     assert refusal.session_id == 'someone-else' and refusal.positions is None
+    assert refusal.session_refused   # retrying cannot change it: the executor never does
     assert core.stats.totals['refused'] == 1 and core.pending_count() == 0
 
 

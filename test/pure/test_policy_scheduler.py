@@ -254,7 +254,7 @@ def test_requests_left_by_a_released_session_are_answered():
         admit(scheduler)                                # the same client again: replaces it
         assert [a.request_id for a in outbox.answers] == [1, 2]
         assert all(a.error.startswith(f'{SESSION_RELEASED}: session {old} was released')
-                   for a in outbox.answers)
+                   and a.session_refused for a in outbox.answers)
         assert scheduler.core.pending_count() == 0
     finally:
         scheduler.stop()

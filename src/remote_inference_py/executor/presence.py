@@ -30,7 +30,8 @@ says when the admitted instance is lost, once, as a :class:`ServerLoss` with one
   (released, or never known): retrying cannot change that.
 
 Before admission, what is heard only counts as seen (status ``alive``); an empty instance id
-(a server that does not say) counts as the admitted instance. After a loss nothing changes:
+(a server that does not say) counts as the admitted instance, and a server that did not say
+at admission is not judged by instance at all. After a loss nothing changes:
 the first loss is the one reported. The executor node reports every loss through one method,
 where another policy (failover) can hook in.
 """
@@ -107,7 +108,7 @@ class ServerPresence:
         if not self.admitted:
             self.last_seen = now
             return None
-        if instance_id and instance_id != self.instance_id:
+        if instance_id and self.instance_id and instance_id != self.instance_id:
             return self._lose(ServerLoss(LossReason.OTHER_INSTANCE, now, self.instance_id,
                                          instance_id, f'sent {what}'))
         loss = self.check(now)
@@ -119,7 +120,7 @@ class ServerPresence:
         """Note a refusal of our session that retrying cannot change; return the ServerLoss."""
         if self.loss is not None or not self.admitted:
             return None
-        if instance_id and instance_id != self.instance_id:
+        if instance_id and self.instance_id and instance_id != self.instance_id:
             return self._lose(ServerLoss(LossReason.OTHER_INSTANCE, now, self.instance_id,
                                          instance_id, f'answered: {detail}'))
         return self._lose(ServerLoss(LossReason.SESSION_REFUSED, now, self.instance_id,
