@@ -34,8 +34,8 @@ test/lerobot_checkpoints.py without the Hub), with one and with two 3x480x640 ca
 loaded by the ``lerobot`` runtime in a fresh process that reports the load time, its resident
 memory (RSS) after loading and at its peak, and the forward pass (preprocessor +
 predict_action_chunk + postprocessor, one torch thread). ``--smoke`` (bench/smoke.py) does the
-same with tiny models and serves one robot from a tiny ACT on a 64x48 camera for a second (a
-test runs it), writing nothing to bench/results.
+same with tiny models, measured in its own process (one pass), and serves one robot from a tiny
+ACT on a 64x48 camera for a second (a test runs it), writing nothing to bench/results.
 
 Run: ``./run bench lerobot [--seconds 20] [--models | --models-only] [--smoke]``. Prints
 markdown tables and writes bench/results/lerobot.md (served ACT) and
@@ -146,13 +146,16 @@ def model_rows(directory, passes, smoke):
             began = time.perf_counter()
             folder = make_model(directory, kind, cameras, smoke)
             built = time.perf_counter() - began
-            child = subprocess.run(
-                [sys.executable, __file__, '--measure', str(folder), '--passes', str(passes)],
-                capture_output=True, text=True, env=env)
-            lines = [line for line in child.stdout.splitlines() if line.startswith('{')]
-            if child.returncode != 0 or not lines:
-                raise SystemExit(f'bench_lerobot: measuring {kind} failed:\n{child.stderr}')
-            result = json.loads(lines[-1])
+            if smoke:   # the same measurement in this process: no fresh RSS, numbers moot
+                result = measure(folder, passes)
+            else:
+                child = subprocess.run(
+                    [sys.executable, __file__, '--measure', str(folder), '--passes',
+                     str(passes)], capture_output=True, text=True, env=env)
+                lines = [line for line in child.stdout.splitlines() if line.startswith('{')]
+                if child.returncode != 0 or not lines:
+                    raise SystemExit(f'bench_lerobot: measuring {kind} failed:\n{child.stderr}')
+                result = json.loads(lines[-1])
             ms = result['ms']
             rows.append(f'| {kind} | {cameras} | {result["parameters"] / 1e6:.1f} | '
                         f'{result["chunk"]} | {built:.0f} | {result["load_s"]:.1f} | '
@@ -335,7 +338,7 @@ def main(argv=None):
         print(json.dumps(measure(options.measure, options.passes)), flush=True)
         return
     if options.smoke or options.models or options.models_only:
-        passes = 2 if options.smoke else options.passes
+        passes = 1 if options.smoke else options.passes
         with tempfile.TemporaryDirectory() as directory:
             rows = model_rows(directory, passes, options.smoke)
         write_models(rows, passes, options.smoke)
