@@ -29,8 +29,8 @@ from remote_inference import msg as ri_msg
 from remote_inference import srv as ri_srv
 
 MESSAGES = ['ActionChunk', 'ExecutorStatus', 'HardwareInfo', 'InferenceRequest',
-            'ObservationFeature', 'SharedImage']
-SERVICES = ['Admit', 'GetCapabilities']
+            'ObservationFeature', 'ServerPresence', 'SharedImage']
+SERVICES = ['Admit', 'Ask', 'GetCapabilities']
 
 
 def render(message):

@@ -41,7 +41,7 @@ import smoke  # noqa: E402,I100 - bench/ is not a package
 
 BENCHMARKS = sorted(path.stem[len('bench_'):] for path in BENCH.glob('bench_*.py'))
 PRINTS_ONLY = {'servo_bus'}   # prints its table, writes no results file
-TABLE = re.compile(r'^\|.*\|\n\|(---\|)+$', re.M)
+TABLE = re.compile(r'^\|.*\|\n\|(:?---+:?\|)+$', re.M)   # a header, then |---|, |---:| ...
 TIMEOUT_S = 600   # a smoke run takes seconds; the bound only stops a hung one
 
 
