@@ -392,7 +392,14 @@ def test_the_simulated_runner_takes_the_servers_sampler_parameters(split_exports
     # As the node does: the parameters set override the manifest, 0 / '' keep it.
     server = dict(EvalSettings.load().node('policy_server'), rtc_execution_horizon=7,
                   rtc_prefix_schedule='exp')
-    runtime = choice.make_runtime(server)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        runtime = choice.make_runtime(server)
+        # And torch's threads, as the node sets them (cpu_threads: 1).
+        assert server['cpu_threads'] == 1 and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
     assert (runtime.sampler.execution_horizon, runtime.sampler.prefix_schedule,
             runtime.sampler.steps) == (7, 'exp', 6)
     with pytest.raises(ValueError, match='rtc_max_guidance_weight'):

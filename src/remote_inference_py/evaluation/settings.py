@@ -173,8 +173,8 @@ class PolicyChoice:
     checkpoint: str
     make_runtime: Callable[..., Any]
     """``make_runtime(server=None)``: ``server`` the policy server's parameters, whose
-    sampler settings (:data:`SAMPLER_PARAMETERS`) a checkpoint's runtime takes, as the node
-    does."""
+    sampler settings (:data:`SAMPLER_PARAMETERS`) and ``cpu_threads`` a checkpoint's runtime
+    takes, as the node does."""
 
     @property
     def server_parameters(self) -> Dict[str, str]:
@@ -203,11 +203,18 @@ def resolve_policy(name: str) -> PolicyChoice:
         checkpoint = str(path.resolve())
 
         def make_runtime(server: Optional[Dict[str, Any]] = None):
+            import sys
+            from remote_inference_py.policy_server.config import ServerConfig
             from remote_inference_py.policy_server.loading import load_runtime
             from remote_inference_py.policy_server.runtimes import RuntimeOptions
             sampler = {k: v for k, v in (server or {}).items() if k in SAMPLER_PARAMETERS}
-            return load_runtime(RuntimeOptions(policy_type='auto', checkpoint=checkpoint,
-                                               **sampler))
+            runtime = load_runtime(RuntimeOptions(policy_type='auto', checkpoint=checkpoint,
+                                                  **sampler))
+            threads = int((server or {}).get('cpu_threads', ServerConfig.cpu_threads))
+            if server is not None and threads > 0 and 'torch' in sys.modules:
+                # As the node does: torch on cpu_threads (default 1) threads.
+                sys.modules['torch'].set_num_threads(threads)
+            return runtime
         label = path.parent.name if path.stem == 'model' and path.parent.name else path.stem
         return PolicyChoice(label, 'auto', checkpoint, make_runtime)
     raise ValueError(f'unknown policy {name!r}: expected {EXPERT}, {IDLE} or a checkpoint file '
