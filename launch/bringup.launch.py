@@ -39,8 +39,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from remote_inference_py import bringup
-from remote_inference_py.common import discovery
+from remote_inference_py import bringup, launching
 from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
 
 ARGUMENTS = (
@@ -87,7 +86,7 @@ def _launch_setup(context):
         bag_dir=values['bag_dir'] or time.strftime('remote_inference_%Y%m%d_%H%M%S'),
         cameras=values['cameras'], image_transport=values['image_transport'],
         record_images=record_images)
-    actions = discovery.launch_actions(values['discovery_server'], STOP_WITH_PARENT_ENV)
+    actions = launching.discovery_actions(values['discovery_server'], STOP_WITH_PARENT_ENV)
     if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ:
         profile = 'fastdds_shm.xml' if values['side'] == 'both' else 'fastdds_lan.xml'
         actions.append(SetEnvironmentVariable('FASTDDS_DEFAULT_PROFILES_FILE',

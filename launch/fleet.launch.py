@@ -35,8 +35,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from remote_inference_py import bringup
-from remote_inference_py.common import discovery
+from remote_inference_py import bringup, launching
 from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
 
 ARGUMENTS = (
@@ -71,7 +70,7 @@ def _launch_setup(context):
         max_clients=_integer(values, 'max_clients'), on_server_loss=values['on_server_loss'],
         checkpoint=values['checkpoint'], device=values['device'],
         config_file=values['config_file'], share_dir=share)
-    actions = discovery.launch_actions(values['discovery_server'], STOP_WITH_PARENT_ENV)
+    actions = launching.discovery_actions(values['discovery_server'], STOP_WITH_PARENT_ENV)
     if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ:
         actions.append(SetEnvironmentVariable('FASTDDS_DEFAULT_PROFILES_FILE', os.path.join(
             share, 'config', 'fastdds_shm.xml')))

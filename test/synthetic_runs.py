@@ -86,7 +86,8 @@ def status_message(bag, ns, state, **fields):
                   buffered_playback_s=0.0, refill_s=0.3, effective_refill_s=0.3,
                   last_turnaround_s=0.0, p50_turnaround_s=0.0, max_turnaround_s=0.0, ticks=0,
                   dispatched_ticks=0, held_ticks=0, skipped_ticks=0, requests=0,
-                  requests_in_flight=0, chunks_accepted=0, chunks_dropped=0, starved_ticks=0,
+                  requests_in_flight=0, request_retries=0, server='', server_choice='',
+                  failovers=0, chunks_accepted=0, chunks_dropped=0, starved_ticks=0,
                   trimmed_steps=0, last_drop_reason='', last_seam_rad=0.0, max_seam_rad=0.0,
                   tick_period_p50_s=0.033, tick_period_p99_s=0.034, tick_period_max_s=0.04)
     values.update(fields)
@@ -136,7 +137,8 @@ def write_run(path, spec=None):
             header=bag.header(ns + 10**7), session_id='s', request_id=number, joint_names=names,
             step_period=1 / 30, step_count=1, positions=np.zeros(6, dtype=np.float32),
             error='', queue_wait_ms=server_ms and 1.0, preprocess_ms=server_ms and 0.5,
-            inference_ms=server_ms and server_ms - 2.0, postprocess_ms=server_ms and 0.5)
+            inference_ms=server_ms and server_ms - 2.0, postprocess_ms=server_ms and 0.5,
+            instance_id='', session_refused=False)
         bag.write('/policy/chunk', 'remote_inference/msg/ActionChunk', T0 + int(ready * NS),
                   chunk)
     for t in np.arange(-0.5, spec.seconds + 0.3, 0.1):   # status at 10 Hz

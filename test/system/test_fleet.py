@@ -127,9 +127,9 @@ def test_four_robots_two_servers_then_one_server_dies(ros2, ros, tmp_path):
             assert status.failovers == 0
         output = launch.output()
         for robot in victims:
-            assert f'[{robot}.executor]: policy server lost' in output
+            assert f'[{robot}.executor]: policy server instance ' in output
         for robot in others:
-            assert f'[{robot}.executor]: policy server lost' not in output
+            assert f'[{robot}.executor]: policy server instance ' not in output
     except BaseException:
         print('\n'.join(line[:400] for line in launch.output().splitlines()[-150:]))
         raise

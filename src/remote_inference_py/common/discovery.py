@@ -168,35 +168,6 @@ def default_profile():
     return os.path.realpath(path) if os.path.isfile(path) else None
 
 
-def launch_actions(value, stop_with_parent_env):
-    """
-    Return the launch actions that point a launch's nodes at the discovery server(s) asked for.
-
-    ``value`` is the ``discovery_server`` launch argument (:func:`parse`; a ValueError naming a
-    bad value stops the launch before any node starts). ``start`` adds the server process,
-    stopped with the launch (``stop_with_parent_env`` names the launch's pid to it). Used by
-    bringup.launch.py and fleet.launch.py; launch is imported here only.
-    """
-    from ament_index_python.packages import get_package_prefix
-    from launch.actions import (
-        ExecuteProcess, LogInfo, SetEnvironmentVariable, UnsetEnvironmentVariable)
-    choice = parse(value)
-    client = choice.client_value()
-    if client is None:
-        return []
-    if client == '':
-        return [UnsetEnvironmentVariable(ENV)]
-    actions = [SetEnvironmentVariable(ENV, client),
-               LogInfo(msg=f'discovery through the Fast DDS discovery server at {client}')]
-    if choice.mode == 'start':
-        script = os.path.join(get_package_prefix('remote_inference'), 'lib', 'remote_inference',
-                              'discovery_server')
-        actions.append(ExecuteProcess(
-            cmd=[script, '--port', str(choice.port)], name='discovery_server', output='screen',
-            additional_env={stop_with_parent_env: str(os.getpid())}))
-    return actions
-
-
 def main(argv=None):
     """Run a Fast DDS discovery server in place of this process (console script)."""
     parser = argparse.ArgumentParser(

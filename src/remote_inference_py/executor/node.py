@@ -500,15 +500,14 @@ class ExecutorNode(Node):
                     self.start_requested = False
                     self.get_logger().info('motion started')
             out = self.core.tick(now)
-            if self.query is not None:
-                self._step_query(now, out)
+            held_or_resumed = self.query is not None and self._step_query(now, out)
         if out.request is not None:
             self._send_request(out.request)
         if out.command is not None:
             self._send_command(out.command)
         for event in out.events:
             self.get_logger().info(event)
-        if out.events:
+        if out.events or held_or_resumed:   # a query's hold and resume are on the status too
             self.publish_status()
         if now - self.last_summary >= SUMMARY_PERIOD_S:
             self.last_summary = now
@@ -618,8 +617,12 @@ class ExecutorNode(Node):
         return CancelResponse.ACCEPT
 
     def _step_query(self, now, out):
-        """Step the running query (under the lock) and carry out its actions."""
+        """Step the running query (under the lock) and carry out its actions.
+
+        Return True if it paused or resumed motion.
+        """
         run = self.query
+        changed = False
         reply = None
         if run.future is not None and run.future.done():
             result = run.future.result()
@@ -634,6 +637,7 @@ class ExecutorNode(Node):
         for action in run.query.step(facts):
             if isinstance(action, queries.Pause):
                 self.core.pause(now, action.reason)
+                changed = True
             elif isinstance(action, queries.Ask):
                 run.future = self._ask(action)
             elif isinstance(action, queries.SetTask):
@@ -643,6 +647,7 @@ class ExecutorNode(Node):
                 self.get_logger().info(f'new task from the policy: {action.task!r}')
             elif isinstance(action, queries.Resume):
                 self.core.resume(now, action.reason)
+                changed = True
             elif isinstance(action, queries.Feedback):
                 run.handle.publish_feedback(QueryAction.Feedback(
                     phase=action.phase, round=action.round, answer=action.answer))
@@ -653,6 +658,7 @@ class ExecutorNode(Node):
                     f'held {action.hold_s:.2f} s (ask {action.ask_s:.2f} s, resume '
                     f'{action.resume_s:.2f} s)')
                 run.finished.set_result(action)
+        return changed
 
     def _ask(self, ask):
         msg = Ask.Request(session_id=self.core.session_id, kind=ask.kind, text=ask.text,
