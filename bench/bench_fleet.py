@@ -47,6 +47,7 @@ import sys
 import tempfile
 import time
 
+from bench_multi_robot import cpu_seconds
 import smoke
 
 from remote_inference_py import bringup
@@ -57,15 +58,6 @@ ROOT = BENCH.parent
 sys.path[:0] = [str(ROOT / 'test')]
 CONFIG = ROOT / 'config' / 'so101_fleet.yaml'
 CELLS = ('1x1', '2x1', '4x1', '4x2', '6x2', '6x3')
-
-
-def cpu_seconds(pid):
-    """User + system CPU time of a process so far [s] (0 when it is gone)."""
-    try:
-        fields = pathlib.Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
 class Watch:

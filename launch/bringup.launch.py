@@ -36,11 +36,8 @@ from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 
 from remote_inference_py import bringup, launching
-from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
 
 ARGUMENTS = (
     ('backend', 'sim', 'sim (MuJoCo SO-101, no hardware) or feetech (SO-100/SO-101 servos).'),
@@ -86,7 +83,7 @@ def _launch_setup(context):
         bag_dir=values['bag_dir'] or time.strftime('remote_inference_%Y%m%d_%H%M%S'),
         cameras=values['cameras'], image_transport=values['image_transport'],
         record_images=record_images)
-    actions = launching.discovery_actions(values['discovery_server'], STOP_WITH_PARENT_ENV)
+    actions = launching.discovery_actions(values['discovery_server'])
     if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ:
         profile = 'fastdds_shm.xml' if values['side'] == 'both' else 'fastdds_lan.xml'
         actions.append(SetEnvironmentVariable('FASTDDS_DEFAULT_PROFILES_FILE',
@@ -94,19 +91,7 @@ def _launch_setup(context):
     for node in nodes:
         if node.executable == 'record':
             actions.append(LogInfo(msg=f'recording to {node.overrides["bag_dir"]}'))
-        actions.append(Node(
-            package='remote_inference', executable=node.executable, name=node.name,
-            namespace=node.namespace, output='screen', emulate_tty=True,
-            # Strings stay strings (launch would read '{front: ...}' or '42' as YAML).
-            parameters=[p for p in (node.params_file, {
-                k: ParameterValue(v, value_type=str) if isinstance(v, str) else v
-                for k, v in node.overrides.items()}) if p],
-            arguments=['--ros-args', '--log-level', values['log_level']],
-            # Our nodes stop when this launch process dies (SIGTERM or SIGKILL to it leaves
-            # no orphan moving the arm; common/node_main.py), and stop cleanly on SIGINT:
-            # the executor returns the arm first, so escalation waits.
-            additional_env={STOP_WITH_PARENT_ENV: str(os.getpid())},
-            sigterm_timeout='15', sigkill_timeout='20'))
+        actions.append(launching.node_action(node, values['log_level']))
     return actions
 
 

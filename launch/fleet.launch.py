@@ -32,11 +32,8 @@ from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 
 from remote_inference_py import bringup, launching
-from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
 
 ARGUMENTS = (
     ('robots', '2', 'Simulated arms, each in its own namespace /robot_<i>.'),
@@ -70,20 +67,12 @@ def _launch_setup(context):
         max_clients=_integer(values, 'max_clients'), on_server_loss=values['on_server_loss'],
         checkpoint=values['checkpoint'], device=values['device'],
         config_file=values['config_file'], share_dir=share)
-    actions = launching.discovery_actions(values['discovery_server'], STOP_WITH_PARENT_ENV)
+    actions = launching.discovery_actions(values['discovery_server'])
     if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ:
         actions.append(SetEnvironmentVariable('FASTDDS_DEFAULT_PROFILES_FILE', os.path.join(
             share, 'config', 'fastdds_shm.xml')))
     for node in nodes:
-        actions.append(Node(
-            package='remote_inference', executable=node.executable, name=node.name,
-            namespace=node.namespace, output='screen', emulate_tty=True,
-            parameters=[node.params_file, {
-                k: ParameterValue(v, value_type=str) if isinstance(v, str) else v
-                for k, v in node.overrides.items()}],
-            arguments=['--ros-args', '--log-level', values['log_level']],
-            additional_env={STOP_WITH_PARENT_ENV: str(os.getpid())},
-            sigterm_timeout='15', sigkill_timeout='20'))
+        actions.append(launching.node_action(node, values['log_level']))
     return actions
 
 
