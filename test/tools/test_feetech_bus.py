@@ -289,6 +289,21 @@ def test_transient_checksum_errors_are_retried_and_counted(bus, emulator):
     assert bus.counters.checksum_errors == 3
 
 
+def test_a_reply_without_its_parameters_is_corrupt_and_retried(emulator):
+    # The SDK's ping indexes the model number's bytes unchecked: a reply without parameters
+    # (a late PING reply read in place of the answer, seen on a loaded machine) raised
+    # IndexError out of connect().
+    emulator.inject_fault(4, 'short_reply', count=1)
+    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, latency_timer_ms=5.0))
+    bus.connect()
+    assert bus.motor_ids == IDS
+    counters = bus.counters
+    assert (counters.checksum_errors, counters.retries, counters.recovered) == (1, 1, 1)
+    emulator.inject_fault(2, 'short_reply', count=1)
+    assert bus.read_positions()['shoulder_lift'] == 2048
+    assert bus.counters.checksum_errors == 2
+
+
 def test_persistent_failure_names_the_motor_then_faults(emulator):
     config = FeetechBusConfig.so101(emulator.port, retries=1, max_consecutive_failures=3,
                                     latency_timer_ms=5.0)

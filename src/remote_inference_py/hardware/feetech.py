@@ -790,7 +790,14 @@ class FeetechBus:
         self._status_flags[name] = flags
 
     def _ping_once(self, motor_id: int):
-        model_number, result, error = self._packet_handler.ping(self._port_handler, motor_id)
+        try:
+            model_number, result, error = self._packet_handler.ping(self._port_handler,
+                                                                    motor_id)
+        except IndexError:
+            # The SDK's ping reads the model number and indexes the reply's parameters
+            # unchecked: a reply without them (a late reply to an earlier request, read in
+            # place of the answer) is a corrupt reply, retried like one.
+            return scs.COMM_RX_CORRUPT, None, None
         return result, (model_number, error), None
 
     def _read_once(self, motor_id: int, address: int, size: int):

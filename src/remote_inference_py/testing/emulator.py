@@ -40,7 +40,8 @@ stdin, one reply line on stdout, ``ok [result]`` or ``error <message>``:
 
 - ``fault <id> <kind> [count]``: inject a fault on motor ``id``; ``kind`` is ``no_reply``
   (the motor executes instructions but its replies are lost), ``bad_checksum`` (replies carry
-  a wrong checksum), ``overload`` (the overload bit 0x20 is set in the status byte of replies
+  a wrong checksum), ``short_reply`` (a well-formed reply without its parameters, as a late
+  reply to an earlier PING read in place of the answer), ``overload`` (the overload bit 0x20 is set in the status byte of replies
   and in the ``Status`` register) or ``missing`` (the motor ignores everything, as if
   unplugged). With ``count`` the fault affects that many packets, then clears itself;
   without, it lasts until cleared.
@@ -76,7 +77,7 @@ INST_SYNC_WRITE = 0x83
 BROADCAST_ID = 0xFE
 ERROR_OVERLOAD = 0x20
 
-FAULT_KINDS = ('no_reply', 'bad_checksum', 'overload', 'missing')
+FAULT_KINDS = ('no_reply', 'bad_checksum', 'short_reply', 'overload', 'missing')
 """Fault kinds accepted by ``fault <id> <kind> [count]``."""
 
 MEMORY_SIZE = 256
@@ -279,6 +280,8 @@ class EmulatedServo:
             return None
         error = self.error_byte()
         self.take_fault('overload')
+        if params and self.take_fault('short_reply'):
+            params = b''
         packet = bytearray(build_packet(self.id, error, params))
         if self.take_fault('bad_checksum'):
             packet[-1] ^= 0x5A
