@@ -167,9 +167,28 @@ def launch_factory(ros2, tmp_path, request):
     clean_dead_segments()   # a launch killed with SIGKILL leaves its own DDS segments
 
 
-def test_bringup_live_parameters_and_the_stop_service(ros2, ros, launch_factory):
+@pytest.fixture(scope='module')
+def small(tmp_path_factory):
+    """
+    ``config_file:=`` the shipped sim config with a 64x48 camera at 15 Hz (the demo policy
+    looking at 48x64): rendering 640x480 at 30 Hz costs a CPU core on this machine. The
+    shipped config itself runs in test_ctrl_c_in_a_terminal_with_a_namespace.
+    """
+    config = yaml.safe_load((ROOT / 'config' / 'so101_sim.yaml').read_text())
+    sections = {name.split('/')[-1]: section['ros__parameters']
+                for name, section in config.items()}
+    sections['hardware_interface'].update(sim_image_width=64, sim_image_height=48,
+                                          sim_camera_rate_hz=15.0)
+    sections['policy_server'].update(demo_image_size=[48, 64])
+    path = tmp_path_factory.mktemp('config') / 'so101_sim_small.yaml'
+    path.write_text(yaml.safe_dump(
+        {f'/**/{node}': {'ros__parameters': values} for node, values in sections.items()}))
+    return f'config_file:={path}'
+
+
+def test_bringup_live_parameters_and_the_stop_service(ros2, ros, launch_factory, small):
     watch = Observer(ros)
-    launch = launch_factory()
+    launch = launch_factory(small)
     watch.wait_moving(launch)
     expected = {'/executor', '/policy_server', '/hardware_interface'}
     assert expected <= node_list(ros2, expected)
@@ -222,10 +241,10 @@ def test_ctrl_c_in_a_terminal_with_a_namespace(ros2, ros, launch_factory):
     assert launch.wait(timeout=20) == 0
 
 
-def test_sigint_without_a_terminal_records_a_bag(ros2, ros, launch_factory, tmp_path):
+def test_sigint_without_a_terminal_records_a_bag(ros2, ros, launch_factory, small, tmp_path):
     bag = tmp_path / 'bag'
     watch = Observer(ros)
-    launch = launch_factory('record:=true', f'bag_dir:={bag}')
+    launch = launch_factory('record:=true', f'bag_dir:={bag}', small)
     watch.wait_moving(launch)
     launch.signal(signal.SIGINT)
     watch.check_returned(launch)
@@ -250,9 +269,9 @@ def test_sigint_without_a_terminal_records_a_bag(ros2, ros, launch_factory, tmp_
     assert decoded.get('/executor/status', 0) > 0
 
 
-def test_sigint_to_the_process_group_does_not_cut_the_return(ros, launch_factory):
+def test_sigint_to_the_process_group_does_not_cut_the_return(ros, launch_factory, small):
     watch = Observer(ros)
-    launch = launch_factory()
+    launch = launch_factory(small)
     watch.wait_moving(launch)
     launch.signal(signal.SIGINT, group=True)   # every node: once direct, once from launch
     watch.check_returned(launch)
@@ -262,19 +281,19 @@ def test_sigint_to_the_process_group_does_not_cut_the_return(ros, launch_factory
 
 @pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGKILL])
 def test_the_nodes_stop_safely_when_launch_is_terminated_or_killed(ros, launch_factory,
-                                                                   signum):
+                                                                   small, signum):
     watch = Observer(ros)
-    launch = launch_factory()
+    launch = launch_factory(small)
     watch.wait_moving(launch)
     launch.signal(signum)
     launch.wait(timeout=20)
     watch.check_returned(launch)
 
 
-def test_server_and_robot_sides_as_two_launches(ros, launch_factory):
+def test_server_and_robot_sides_as_two_launches(ros, launch_factory, small):
     watch = Observer(ros)
-    server = launch_factory('side:=server', name='server')
-    robot = launch_factory('side:=robot', name='robot')
+    server = launch_factory('side:=server', small, name='server')
+    robot = launch_factory('side:=robot', small, name='robot')
     watch.wait_moving(robot)
     server.remember_children()
     assert len(server.children) == 1 and len(robot.children) == 2
