@@ -105,9 +105,15 @@ def test_refill_seconds_set_live_changes_the_request_cadence(processes, ros):
     node, spinner = ros
     # The first request is lost on its way (the server's request subscription had not matched
     # the executor's publisher yet): the executor sends it again well inside its 1 s grace.
-    watch, arm, server, executor = start_system(processes, ros,
-                                                server={'delay_s': 0.02, 'lose_requests': 1})
+    # The server is an older one (protocol 3, no presence samples) with a 1 s lease: chunks
+    # 1.4 s apart keep the session, as nothing is owed between an answer and the next request.
+    lease = {'presence_lease_s': 1.0}
+    watch, arm, server, executor = start_system(
+        processes, ros, executor=lease, server={
+            'delay_s': 0.02, 'lose_requests': 1, 'protocol_version': 3, 'presence': False,
+            **lease})
     spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
+    assert 'the server speaks protocol 3: it may publish no presence samples' in executor.output()
     assert re.search(r'no answer to request 1 of session \w+ after 0\.\d\d s: sent it again',
                      executor.output())
     assert 'request 1 lost (lose_requests)' in server.output()
@@ -125,6 +131,7 @@ def test_refill_seconds_set_live_changes_the_request_cadence(processes, ros):
     assert slow <= 4 and fast >= slow + 4, f'requests in 4 s: {slow} before, {fast} after'
     assert abs(watch.last.refill_s - 1.3) < 1e-9
     assert watch.last.starved_ticks == 0
+    assert watch.last.server_presence == 'alive' and watch.state() == 'RUNNING'
 
 
 def test_invalid_and_read_only_parameters_are_rejected_with_a_reason(processes, ros):

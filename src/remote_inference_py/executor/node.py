@@ -93,6 +93,7 @@ from remote_inference_py.common.node_main import run_node
 from remote_inference_py.common.params import (
     build_configs, declare_parameters, declared, LiveSettings)
 from remote_inference_py.common.ticker import Ticker
+from remote_inference_py.contract.admission import publishes_presence
 from remote_inference_py.executor import query as queries
 from remote_inference_py.executor.admission import (
     Admitted, AskAdmission, AskCapabilities, Client, Hardware, Phase, Refused)
@@ -269,7 +270,7 @@ class ExecutorNode(Node):
             return   # another candidate: its presence says nothing of our session
         now = time.monotonic()
         with self.lock:
-            loss = self.presence.heard(msg.instance_id, now, 'a presence sample')
+            loss = self.presence.heard(msg.instance_id, now, 'a presence sample', sample=True)
         if loss is not None:
             self.on_server_lost(loss)
 
@@ -430,7 +431,8 @@ class ExecutorNode(Node):
                                             time.monotonic())
                     else:
                         self.core.admit(action.session_id, action.chunk_length)
-                    self.presence.admit(action.instance_id, now_mono)
+                    self.presence.admit(action.instance_id, now_mono, publishes_presence(
+                        int(action.capabilities.protocol_version)))
                     self.first_answer = FirstAnswer()   # a new session: unanswered again
                 if self.failing_over:
                     self.failing_over = False
@@ -445,6 +447,11 @@ class ExecutorNode(Node):
                     f'deployment={self.settings.deployment} '
                     f'semantics={self.settings.semantics} '
                     f'chunk_length={action.chunk_length}; settings: {self._settings_text()}')
+                version = int(action.capabilities.protocol_version)
+                if not publishes_presence(version):
+                    self.get_logger().info(
+                        f'the server speaks protocol {version}: it may publish no presence '
+                        'samples, so its lease is kept by its answers while a request is owed')
             elif isinstance(action, Refused) and self.failing_over:   # hold, fault as today
                 self.admission_future = None
                 self.get_logger().error(f'failover found no server: {action.reason}')
@@ -562,6 +569,7 @@ class ExecutorNode(Node):
         self.request_pub.publish(msg)
         with self.lock:
             self.first_answer.sent(msg, time.monotonic())
+            self.presence.requested(time.monotonic())
         if self.task_published != msg.task:
             self.task_published = msg.task
             self.task_pub.publish(String(data=msg.task))
