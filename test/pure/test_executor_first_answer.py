@@ -14,18 +14,21 @@
 
 """The first request of a session is repeated until something of the session comes back."""
 
+from types import SimpleNamespace
+
 from remote_inference_py.executor.first_answer import FIRST_REPEAT_S, FirstAnswer
 
 EPS = 1e-6
+R1, R2 = SimpleNamespace(request_id=1), SimpleNamespace(request_id=2)   # InferenceRequests
 
 
 def test_the_first_request_is_repeated_at_a_doubling_gap_until_an_answer():
     first = FirstAnswer()
     assert first.due(100.0) is None, 'nothing sent, nothing to repeat'
-    first.sent('request 1', 10.0)
+    first.sent(R1, 10.0)
     assert first.due(10.0 + FIRST_REPEAT_S - EPS) is None          # just inside
     repeat = first.due(10.0 + FIRST_REPEAT_S + EPS)                 # just outside
-    assert repeat.message == 'request 1' and repeat.sends == 2
+    assert repeat.message is R1 and repeat.sends == 2
     assert abs(repeat.waited - FIRST_REPEAT_S) < 1e-3
     at = 10.0 + FIRST_REPEAT_S + EPS
     assert first.due(at + 2 * FIRST_REPEAT_S - EPS) is None         # the gap doubled
@@ -33,26 +36,29 @@ def test_the_first_request_is_repeated_at_a_doubling_gap_until_an_answer():
     at += 2 * FIRST_REPEAT_S + EPS
     assert first.due(at + 4 * FIRST_REPEAT_S - EPS) is None
     assert first.due(at + 4 * FIRST_REPEAT_S + EPS).sends == 4
-    assert first.heard() == 4, 'the sends the first answer took'
+    assert not first.echo(1)
+    assert first.heard(1) == 4, 'the sends the first answer took'
     assert first.due(1000.0) is None
-    assert first.heard() == 0, 'only the first answer counts'
+    assert first.echo(1) and not first.echo(2), 'a crossed repeat'
+    assert first.heard(1) == 0, 'only the first answer counts'
 
 
 def test_a_newer_request_before_any_answer_is_the_one_repeated_from_its_own_send():
     # The request timed out unanswered and the core sent the next one: repeat that one.
     first = FirstAnswer()
-    first.sent('request 1', 0.0)
-    assert first.due(0.3).message == 'request 1'
-    first.sent('request 2', 2.0)
+    first.sent(R1, 0.0)
+    assert first.due(0.3).message is R1
+    first.sent(R2, 2.0)
     assert first.due(2.0 + FIRST_REPEAT_S - EPS) is None
     repeat = first.due(2.0 + FIRST_REPEAT_S + EPS)
-    assert repeat.message == 'request 2' and repeat.sends == 2
+    assert repeat.message is R2 and repeat.sends == 2
     assert first.began == 0.0 and first.total_sends == 4, 'what the fault log names'
 
 
 def test_after_the_first_answer_later_requests_are_never_repeated():
     first = FirstAnswer()
-    first.sent('request 1', 0.0)
-    assert first.heard() == 1
-    first.sent('request 2', 1.0)
+    first.sent(R1, 0.0)
+    assert first.heard(1) == 1
+    assert not first.echo(1), 'never repeated: a second answer is no echo'
+    first.sent(R2, 1.0)
     assert first.due(1.0 + 100 * FIRST_REPEAT_S) is None and first.message is None

@@ -35,10 +35,11 @@ then names the repeats.
 
 A policy server answers a repeat of a request it already answered with the same answer again,
 and ignores a repeat of one it has not answered yet (it is answered once, when served;
-``policy_server/core.py``). An older server serves a repeat as a new request: a duplicate
-chunk is dropped as such, and a repeat that pushes its waiting first copy out of a one-deep
-queue costs that copy (its error answer fails the request, and the next one follows after
-the usual pause).
+``policy_server/core.py``). A repeat that crossed the first answer on its way brings that
+answer twice: the copy is ignored (:meth:`FirstAnswer.echo`), never counted as a dropped
+chunk. An older server serves a repeat as a new request: its second chunk is such a copy,
+and a repeat that pushes its waiting first copy out of a one-deep queue costs that copy (its
+error answer fails the request, and the next one follows after the usual pause).
 """
 
 import dataclasses
@@ -68,6 +69,7 @@ class FirstAnswer:
         self.first_sent = None
         self.began = None        # when the session's first request was published
         self.total_sends = 0     # publications of every request while unanswered
+        self.repeated = None     # the repeated request the first answer answered
         self._next = None
         self._gap = FIRST_REPEAT_S
 
@@ -81,16 +83,26 @@ class FirstAnswer:
         self._gap = FIRST_REPEAT_S
         self._next = now + self._gap
 
-    def heard(self) -> int:
-        """Note something of the session (a chunk or an answer); return the sends it took.
+    def heard(self, request_id: int) -> int:
+        """Note an answer of the session to ``request_id``; return the sends it took.
 
         0 once answered before (only the first answer counts).
         """
         if self.answered:
             return 0
         self.answered = True
+        if self.sends > 1 and self.message.request_id == request_id:
+            self.repeated = request_id
         self.message = None
         return self.sends
+
+    def echo(self, request_id: int) -> bool:
+        """Return True for a later answer to the repeated request the first answer answered.
+
+        A repeat can cross the first answer on its way; the server then publishes that answer
+        again. The node ignores the copy (the core would drop it as a duplicate).
+        """
+        return self.answered and request_id == self.repeated
 
     def due(self, now: float) -> Optional[Repeat]:
         """Return the Repeat due at ``now``, or None (answered, nothing sent, not yet)."""

@@ -280,8 +280,9 @@ class ExecutorNode(Node):
             return   # another candidate's interface: we sent it no request
         now = time.monotonic()
         with self.lock:
-            sends = (self.first_answer.heard() if msg.session_id == self.core.session_id
-                     else 0)
+            ours = msg.session_id == self.core.session_id
+            echo = ours and self.first_answer.echo(msg.request_id)
+            sends = self.first_answer.heard(msg.request_id) if ours else 0
             if msg.session_refused:
                 loss = self.presence.refused(msg.instance_id, msg.error, now)
             else:
@@ -294,6 +295,10 @@ class ExecutorNode(Node):
                                    f'{sends} sends of request {msg.request_id}')
         if msg.session_refused:   # never retried: the loss above ends the requests
             self.get_logger().warning(f'request {msg.request_id} refused: {msg.error}')
+            return
+        if echo:   # the same answer again, for a repeat that crossed the first answer
+            self.get_logger().debug(f'a second answer to repeated request {msg.request_id} '
+                                    'ignored')
             return
         chunk = Chunk(session_id=msg.session_id, request_id=msg.request_id,
                       capture_time=msg.stamp_ns * 1e-9 - self._clock_offset(),
