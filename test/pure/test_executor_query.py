@@ -124,6 +124,7 @@ def refuse(kind='question', text='where?', offered=ALL, admitted=True, state='RU
     (dict(busy=True), 'another query is running'),
     (dict(server_lost=True), 'policy server was lost'),
     (dict(state='STOPPING'), 'the executor is STOPPING'),
+    (dict(state='STOPPING', server_lost=True), 'the executor is STOPPING'),   # going home
     (dict(state='FAULT'), 'the executor is FAULT'),
     (dict(state='READY'), 'the executor is READY'),
     (dict(offered=()), "does not offer 'question' (it offers: no text commands)"),

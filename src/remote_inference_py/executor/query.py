@@ -85,10 +85,10 @@ def refusal(kind: str, text: str, *, offered, admitted: bool, state: str, server
         return 'no session admitted yet: the policy server has not admitted this executor'
     if busy:
         return 'another query is running: wait for it or cancel it'
+    if state not in MOVING_STATES:   # first: a fault after server loss names the fault
+        return f'the executor is {state}: a query needs it RUNNING or WAITING'
     if server_lost:
         return 'the policy server was lost: this session does not resume'
-    if state not in MOVING_STATES:
-        return f'the executor is {state}: a query needs it RUNNING or WAITING'
     if kind not in offered:
         what = ', '.join(offered) if offered else 'no text commands'
         return f'the served policy does not offer {kind!r} (it offers: {what})'

@@ -20,7 +20,7 @@ Each field of :class:`ServerConfig` is one parameter of the node, declared once 
 description, live or not); the node's parameters and the README's table come from it. The
 core takes the config itself as its settings; what the runtime registry needs to load the
 policy comes from :meth:`ServerConfig.runtime_options`. The live settings
-(:data:`LIVE_FIELDS`: the two timeouts and the two injected delays) may change while
+(:data:`LIVE_FIELDS`: the two timeouts and the three injected delays) may change while
 serving; everything else is fixed at start-up.
 """
 
@@ -145,6 +145,10 @@ class ServerConfig:
         0.0, 'Test/benchmark knob: keep the worker busy this much longer per forward pass (a '
         'slower model; counted as inference time); keep 0 in production.', unit='s',
         low=0.0, high=60.0, live=True)
+    extra_text_s: float = setting(
+        0.0, 'Test/benchmark knob: each text answer takes this much longer (a slower text '
+        'model; counted in generate_ms); keep 0 in production.', unit='s', low=0.0,
+        high=60.0, live=True)
 
     def __post_init__(self):
         """Check every declared setting, then what the ranges cannot."""
