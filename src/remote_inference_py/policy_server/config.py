@@ -24,7 +24,7 @@ policy comes from :meth:`ServerConfig.runtime_options`. Nothing repeats a declar
 flow sampler reads the ranges of its manifest keys from the four sampler parameters
 (``flow_steps``, ``rtc_execution_horizon``, ``rtc_prefix_schedule``,
 ``rtc_max_guidance_weight``). The live settings (:data:`LIVE_FIELDS`: the two timeouts and
-the two injected delays) may change while serving; everything else is fixed at start-up.
+the three injected delays) may change while serving; everything else is fixed at start-up.
 """
 
 import dataclasses
@@ -146,6 +146,10 @@ class ServerConfig:
         0.0, 'Test/benchmark knob: keep the worker busy this much longer per forward pass (a '
         'slower model; counted as inference time); keep 0 in production.', unit='s',
         low=0.0, high=60.0, live=True)
+    extra_text_s: float = setting(
+        0.0, 'Test/benchmark knob: each text answer takes this much longer (a slower text '
+        'model; counted in generate_ms); keep 0 in production.', unit='s', low=0.0,
+        high=60.0, live=True)
 
     def __post_init__(self):
         """Check every declared setting, then what the ranges cannot."""
