@@ -20,7 +20,8 @@ chunk, then runs; a request goes out every ``request_period_s`` and its chunk re
 ``turnaround_s`` of server time; chunk ``big_seam_chunk`` has a seam of ``big_seam_rad`` on
 ``elbow_flex`` (a step in the commands), the others 0.01 rad; the last ``stop_s`` are
 STOPPING, then STOPPED. The cube is lifted ``lift_m`` from ``lift_at_s`` on. Each message's
-receive time is its stamp plus ``receive_delay(stamp)``: a recorder that falls behind.
+receive time is its stamp plus ``receive_delay(stamp)``: a recorder that falls behind. A
+``query`` holds the arm from its question to its answer, in the status as the executor words it.
 """
 
 import dataclasses
@@ -31,6 +32,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 
 from remote_inference_py.analysis.bag import typestore
 from remote_inference_py.evaluation.task import JOINT_NAMES
+from remote_inference_py.executor.query import answer_reason, pause_reason
 
 T0 = 1_800_000_000 * 10**9
 NS = 10**9
@@ -52,6 +54,7 @@ class RunSpec:
     cube_rest_z: float = 0.02
     receive_delay: object = None     # f(stamp_ns) -> extra ns before the recorder gets it
     server_timings: bool = True      # False: chunks carry zero timings (a foreign server)
+    query: object = None             # (asked s, answered s, question, answer): a question
 
 
 class _Bag:
@@ -150,8 +153,19 @@ def write_run(path, spec=None):
                 0.01 if accepted > 1 else 0.0)
         ticks = max(int(t * 30), 0)
         held = min(ticks, int(spec.first_wait_s * 30))
+        message = ''
+        if spec.query is not None:   # the executor's status while it holds, then resumes
+            asked, answered, question, answer = spec.query
+            if asked <= t < answered:
+                state, message = 'WAITING', (f'holding for {pause_reason("question", question)}'
+                                             f' at t={asked:.3f}: the last applied target is'
+                                             ' held, 1.20 s of buffered actions discarded')
+            elif answered <= t < answered + 0.3:
+                state, message = 'WAITING', (f'resuming after {answer_reason(answer)}: a fresh '
+                                             f'capture taken after t={answered:.3f} is needed')
         bag.write('/executor/status', 'remote_inference/msg/ExecutorStatus', ns, status_message(
-            bag, ns, state, buffered_playback_s=float(max(0.0, 1.6 - (t % 1.4))),
+            bag, ns, state, message=message,
+            buffered_playback_s=float(max(0.0, 1.6 - (t % 1.4))),
             requests=sum(1 for sent in requests if sent <= t), chunks_accepted=accepted,
             last_seam_rad=seam, ticks=ticks, held_ticks=held, dispatched_ticks=ticks - held))
     for t in np.arange(-1.0, spec.seconds, 0.1):     # cube pose at 10 Hz

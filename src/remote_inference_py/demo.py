@@ -28,7 +28,7 @@ asynchronous execution's numbers) and writes a plot and a video of the run.
 started; ``--ask-kind`` question, the default, or subtask), through the executor's
 ``executor/query`` action as ``ros2 action send_goal`` does, and prints the answer and how long
 the arm held for it: the scripted expert answers from the simulated cube (README "Ask the
-policy").
+policy"). The video captions the question while the arm holds, then the answer.
 
 ``--policy demo`` serves the built-in demo policy (a loop in joint space), ``--policy idle``
 one that does nothing (the pick fails), and ``--policy PATH`` a ``.pt2`` / TorchScript
@@ -347,6 +347,9 @@ def main(argv=None):
         text = video.communicate()[0].strip()
         if video.returncode == 0:
             outputs += f'; video {out / "run.webp"}'
+            for line in text.splitlines():   # the query the frames caption
+                if line.startswith('video: query at'):
+                    print(f'demo: the video shows the {line[len("video: "):]}')
         else:
             print(f'demo: no video: {text.splitlines()[-1] if text else "renderer failed"}',
                   file=sys.stderr)

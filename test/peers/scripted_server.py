@@ -25,7 +25,9 @@ with another session id), ``nan_request`` (put a NaN in the chunk answering that
 presence samples go on), ``fail_with`` (answer every request with this error: a failure worth
 a retry), ``refuse`` (answer every request as the real server answers a session it does not
 serve: an error marked ``session_refused``), ``request_topic`` (listen elsewhere: admission
-works, requests never arrive). It samples its presence like the real server (``instance_id``,
+works, requests never arrive), ``lose_requests`` / ``lose_answers`` (ignore the first N
+requests, swallow the first N answers: what an endpoint of ours that has not matched the
+executor's yet does to them). It samples its presence like the real server (``instance_id``,
 a parameter, default ``scripted``; ``presence: false`` publishes none).
 """
 
@@ -72,6 +74,9 @@ class ScriptedServer(Node):
         p('fail_with', '')
         p('refuse', False)
         p('request_topic', 'policy/request')   # another name: admits, but never hears requests
+        p('lose_requests', 0)
+        p('lose_answers', 0)
+        self.lost_requests = self.lost_answers = 0
         self.session_id = ''
         self.samples = []          # (stamp_ns, positions) of recent joint_states
         self.pending = []          # (due_ns, request)
@@ -145,6 +150,10 @@ class ScriptedServer(Node):
 
     def on_request(self, msg):
         """Queue the request; serve() answers it when its delay has passed."""
+        if self.lost_requests < self.value('lose_requests'):
+            self.lost_requests += 1
+            self.get_logger().info(f'request {msg.request_id} lost (lose_requests)')
+            return
         self.requests += 1
         self.get_logger().info(f'request {msg.request_id}')
         due = self.get_clock().now().nanoseconds + int(self.value('delay_s') * 1e9)
@@ -169,6 +178,10 @@ class ScriptedServer(Node):
                 msg.session_refused = bool(self.value('refuse'))
                 msg.error = (f'session {request.session_id!r} is not admitted by this server '
                              'instance' if msg.session_refused else self.value('fail_with'))
+            if self.lost_answers < self.value('lose_answers'):
+                self.lost_answers += 1
+                self.get_logger().info(f'answer {request.request_id} lost (lose_answers)')
+                continue
             self.chunk_pub.publish(msg)
         self.pending = still
 

@@ -90,6 +90,12 @@ def test_the_whole_handshake_in_order():
     assert machine.step(Facts(100.0)) == []   # done: nothing more, whatever happens
 
 
+def test_an_older_server_is_asked_in_its_own_protocol_version():
+    # A server of protocol 3 requires its own version (and may publish no presence samples).
+    assert to_admit(Admission(CLIENT, 0.0), caps=capabilities(protocol_version=3)) \
+        .request.protocol_version == 3
+
+
 def test_topics_matched_already_admit_in_the_same_step_as_the_reply():
     machine = Admission(CLIENT, started=0.0)
     to_admit(machine)

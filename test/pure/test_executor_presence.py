@@ -19,6 +19,7 @@ import math
 
 import pytest
 
+from remote_inference_py.contract.admission import PROTOCOL_VERSION, publishes_presence
 from remote_inference_py.contract.presence import (
     presence_period, PRESENCE_SAMPLES_PER_LEASE, presence_tolerance)
 from remote_inference_py.executor.presence import LossReason, ServerPresence
@@ -152,3 +153,38 @@ def test_before_admission_anything_heard_is_only_seen():
     assert presence.heard('y', 2.0, 'a presence sample') is None
     assert presence.state == 'alive' and presence.silence(2.5) == 0.5
     assert presence.refused('y', 'no', 3.0) is None
+
+
+def test_an_older_server_without_samples_is_judged_only_while_it_owes_an_answer():
+    # A server of protocol 3 may predate presence samples: admitted, then silent for longer
+    # than the lease while nothing is asked (waiting for executor/start, a query's hold) is
+    # no loss, as before the samples; once a request went out, a lease without a chunk or an
+    # answer is.
+    assert not publishes_presence(3) and publishes_presence(PROTOCOL_VERSION)
+    presence = ServerPresence(LEASE)
+    presence.admit('a', 0.0, samples=publishes_presence(3))
+    assert presence.check(10 * LEASE) is None and presence.state == 'alive'
+    presence.requested(50.0)
+    presence.requested(51.0)                                   # still owed since 50.0
+    assert presence.check(50.0 + LEASE) is None                # just inside
+    assert presence.heard('a', 50.0 + LEASE, 'a chunk') is None
+    assert presence.check(100.0) is None, 'answered: nothing owed'
+    presence.requested(100.0)
+    loss = presence.check(100.0 + LEASE + 1e-9)                # just outside
+    assert loss.reason is LossReason.LEASE_EXPIRED
+    assert 'nothing of it for 4.00 s after a request' in loss.describe()
+    assert 'publishes no presence samples' in loss.describe()
+
+
+def test_an_older_server_that_samples_after_all_gets_the_full_rule():
+    presence = ServerPresence(LEASE)
+    presence.admit('a', 0.0, samples=False)
+    assert presence.heard('a', 1.0, 'a presence sample', sample=True) is None
+    assert presence.check(1.0 + LEASE) is None
+    assert presence.check(1.0 + LEASE + 1e-9).reason is LossReason.LEASE_EXPIRED
+
+
+def test_a_server_with_samples_is_judged_by_silence_whatever_is_owed():
+    presence = ServerPresence(LEASE)
+    presence.admit('a', 0.0)          # protocol 4: samples (the default)
+    assert presence.check(LEASE + 1e-9).reason is LossReason.LEASE_EXPIRED

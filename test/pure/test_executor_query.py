@@ -22,7 +22,8 @@ import pytest
 
 from remote_inference_py.executor.core import State
 from remote_inference_py.executor.query import (
-    Ask, Facts, Feedback, Finish, Pause, Query, QuerySettings, refusal, Reply, Resume, SetTask)
+    answer_reason, Ask, Facts, Feedback, Finish, Pause, pause_reason, Query, QuerySettings,
+    read_status, refusal, Reply, Resume, SetTask)
 
 OLD_PLAN = [0.1 * k for k in range(1, 30)]   # the buffered continuation: 0.1, 0.2, ...
 FRESH = [5.0, 5.1, 5.2, 5.3]
@@ -37,6 +38,18 @@ def moving_core(**changes):
     sent = [j1(out) for out in loop.run(3)]
     assert sent == [0.1, 0.2, 0.3]
     return core, loop
+
+
+def test_the_status_carries_the_question_and_the_answer_for_the_recording():
+    core, loop = moving_core()
+    question = "is the cube held? (it's red)"
+    core.pause(0.35, pause_reason('question', question))
+    assert read_status(core.stats().message) == ('asked', 'question', question)
+    answer = 'no: it rests on the table; "held" needs closed jaws'
+    core.resume(0.5, answer_reason(answer))
+    assert read_status(core.stats().message) == ('answered', answer)
+    assert read_status('RUNNING: resumed after 0.2 s of waiting') is None
+    assert read_status('resuming after cancel: a fresh capture taken after t=1.000') is None
 
 
 def test_pause_holds_the_last_applied_target_and_discards_the_continuation():
@@ -124,6 +137,7 @@ def refuse(kind='question', text='where?', offered=ALL, admitted=True, state='RU
     (dict(busy=True), 'another query is running'),
     (dict(server_lost=True), 'policy server was lost'),
     (dict(state='STOPPING'), 'the executor is STOPPING'),
+    (dict(state='STOPPING', server_lost=True), 'the executor is STOPPING'),   # going home
     (dict(state='FAULT'), 'the executor is FAULT'),
     (dict(state='READY'), 'the executor is READY'),
     (dict(offered=()), "does not offer 'question' (it offers: no text commands)"),
@@ -153,7 +167,8 @@ def test_question_pauses_asks_resumes_and_finishes_on_the_first_fresh_target():
     assert query.step(Facts(1.5, 'WAITING')) == []
     reply = Reply(True, answer=' on the left ', generate_ms=40.0)
     answered = query.step(Facts(1.6, 'WAITING', reply=reply))
-    assert answered == [Resume('the answer'), Feedback('resuming', 1, 'on the left')]
+    assert answered == [Resume("the answer 'on the left'"),
+                        Feedback('resuming', 1, 'on the left')]
     assert query.step(Facts(1.7, 'WAITING')) == []   # still holding: no fresh chunk yet
     done = query.step(Facts(1.9, 'RUNNING', dispatched=True))
     assert kinds(done) == ['Finish']

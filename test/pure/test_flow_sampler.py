@@ -14,15 +14,18 @@
 
 """The flow sampler's settings, prefix weights and guidance weight, without torch."""
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
+from remote_inference_py.common.settings import declared
 from remote_inference_py.policy_server.config import ServerConfig
+from remote_inference_py.policy_server.runtimes import RuntimeOptions
 from remote_inference_py.policy_server.sampler import (
-    guidance_weight, prefix_weights, sampler_from_dict, SamplerError, SamplerOverrides,
-    SamplerSettings)
+    guidance_weight, PREFIX_SCHEDULES, prefix_weights, sampler_from_dict, SamplerError,
+    SamplerOverrides, SamplerSettings)
 
 
 def test_manifest_section_defaults_and_values():
@@ -75,6 +78,57 @@ def test_bad_parameters_are_named_by_the_server_config(changes, name):
     assert ServerConfig().runtime_options().rtc_prefix_schedule == ''
     options = ServerConfig(flow_steps=3, rtc_prefix_schedule='exp').runtime_options()
     assert (options.flow_steps, options.rtc_prefix_schedule) == (3, 'exp')
+
+
+@pytest.mark.parametrize('parameter, key, smallest, outside', [
+    ('flow_steps', 'steps', 1, 1001),
+    ('rtc_execution_horizon', 'execution_horizon', 0, 100001),
+    ('rtc_max_guidance_weight', 'max_guidance_weight', 1e-9, 1e6 * (1 + 1e-5)),
+])
+def test_the_sampler_accepts_exactly_the_range_the_server_declares(parameter, key, smallest,
+                                                                   outside):
+    """One declaration (ServerConfig) bounds the parameter, RuntimeOptions and the manifest."""
+    high = declared(ServerConfig)[parameter].high
+    # Just inside, at the declared bound: the server, the options, the sampler and a manifest.
+    options = ServerConfig(**{parameter: high}).runtime_options()
+    assert getattr(options, parameter) == high
+    overridden = SamplerOverrides(**{parameter: getattr(options, parameter)})
+    assert getattr(overridden.apply(SamplerSettings()).check(), key) == high
+    assert getattr(sampler_from_dict({key: high}), key) == high
+    assert getattr(sampler_from_dict({key: smallest}), key) == smallest
+    # Just outside: each refuses it by its own name.
+    with pytest.raises(ValueError, match=f"parameter '{parameter}'"):
+        ServerConfig(**{parameter: outside})
+    with pytest.raises(ValueError, match=f"parameter '{parameter}'"):
+        RuntimeOptions(**{parameter: outside})
+    with pytest.raises(SamplerError, match=f'sampler.{key} '):
+        sampler_from_dict({key: outside})
+    # 0 means "the manifest's" for the parameter, and nothing for a manifest below its floor.
+    assert SamplerOverrides(**{parameter: 0}).apply(SamplerSettings()) == SamplerSettings()
+    if smallest > 0:
+        with pytest.raises(SamplerError, match=f'sampler.{key} '):
+            sampler_from_dict({key: 0})
+
+
+def test_the_schedules_are_the_servers_choices_and_each_one_is_implemented():
+    choices = declared(ServerConfig)['rtc_prefix_schedule'].choices
+    assert ('',) + PREFIX_SCHEDULES == choices
+    for schedule in PREFIX_SCHEDULES:
+        assert sampler_from_dict({'prefix_schedule': schedule}).prefix_schedule == schedule
+        assert prefix_weights(1, 4, 10, 6, schedule)[0] == 1.0
+    with pytest.raises(ValueError, match="parameter 'rtc_prefix_schedule' is 'cosine'"):
+        RuntimeOptions(rtc_prefix_schedule='cosine')
+
+
+def test_runtime_options_take_the_servers_defaults():
+    specs = declared(ServerConfig)
+    options = RuntimeOptions()
+    for field in dataclasses.fields(RuntimeOptions):
+        if field.name in specs and specs[field.name].default is not None:
+            expected = specs[field.name].default
+            expected = tuple(expected) if isinstance(expected, list) else expected
+            assert getattr(options, field.name) == expected, field.name
+    assert ServerConfig().runtime_options() == options
 
 
 def test_prefix_weights_per_schedule():

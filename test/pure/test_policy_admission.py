@@ -19,7 +19,8 @@ import dataclasses
 import pytest
 
 from remote_inference_py.contract.admission import (
-    AdmitRequest, check_admission, FeatureDeclaration, PROTOCOL_VERSION, ServerContract)
+    AdmitRequest, check_admission, FeatureDeclaration, OLDEST_PROTOCOL_VERSION, protocol_for,
+    PROTOCOL_VERSION, ServerContract)
 from remote_inference_py.policy_server.sessions import SessionTable
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
@@ -44,6 +45,20 @@ def test_a_matching_request_is_admitted_for_every_merge_mode():
         assert ask(merge_mode=mode) == []
     extra = FeatureDeclaration('observation.images.wrist', (240, 320, 3), 'uint8', 'rgb')
     assert ask(features=(FRONT, STATE, extra)) == []   # order and unused extras do not matter
+
+
+def test_the_protocol_versions_admitted_are_ours_and_the_one_before_it_no_other():
+    # 4 added presence samples and no message field: a client of 3 is admitted as before.
+    assert PROTOCOL_VERSION == 4 and OLDEST_PROTOCOL_VERSION == 3
+    assert ask(protocol_version=3) == []                                  # just inside
+    for outside in (2, 0, PROTOCOL_VERSION + 1):   # 0: unset, refused as before
+        [problem] = ask(protocol_version=outside)
+        assert problem == (f'protocol version: server {PROTOCOL_VERSION}, client {outside} '
+                           '(this side admits 3 to 4)')
+    older = dataclasses.replace(CONTRACT, protocol_version=3)          # an older server
+    assert check_admission(older, dataclasses.replace(REQUEST, protocol_version=3)) == []
+    assert protocol_for(3) == 3 and protocol_for(4) == 4
+    assert protocol_for(2) == PROTOCOL_VERSION and protocol_for(5) == PROTOCOL_VERSION
 
 
 @pytest.mark.parametrize('changes, expected', [

@@ -102,6 +102,35 @@ def test_inline_a_ready_request_is_served_in_the_calling_thread():
         scheduler.stop()
 
 
+def test_a_repeated_request_gets_its_published_answer_again_and_never_a_second_pass():
+    # The executor repeats its first request until something of the session comes back
+    # (executor/first_answer.py): the request or its answer may have been lost.
+    outbox = Outbox()
+    core = make_server()
+    scheduler = started(core, outbox, inline=True)
+    try:
+        session = admit(scheduler)
+        scheduler.on_request(Request('', session, 1, 100 * MS))   # waits for its capture
+        scheduler.on_request(Request('', session, 1, 100 * MS))   # a repeat while it waits
+        assert outbox.answers == [] and core.pending_count() == 1, 'the repeat was queued'
+        scheduler.on_joint_states('', 100 * MS, JOINTS, [0.1] * 6)
+        [first] = outbox.answers
+        assert first.request_id == 1 and first.error == ''
+        scheduler.on_request(Request('', session, 1, 100 * MS))   # its answer was lost
+        assert outbox.answers == [first, first], 'not the same answer again'
+        assert core.stats.totals['served'] == 1 and core.stats.totals['repeated'] == 2
+        scheduler.on_request(Request('', session, 2, 0))
+        assert [a.request_id for a in outbox.answers] == [1, 1, 2]
+        scheduler.on_request(Request('', session, 1, 100 * MS))   # the client moved on
+        assert len(outbox.answers) == 3 and core.pending_count() == 0
+        other = admit(scheduler)          # the client restarted: a new session, ids from 1
+        scheduler.on_request(Request('', other, 1, 0))
+        assert [a.request_id for a in outbox.answers] == [1, 1, 2, 1]
+        assert outbox.answers[-1].session_id == other
+    finally:
+        scheduler.stop()
+
+
 def test_without_inline_the_inference_thread_serves():
     outbox = Outbox()
     scheduler = started(make_server(), outbox, inline=False)

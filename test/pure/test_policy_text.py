@@ -72,6 +72,19 @@ def test_the_expert_answers_from_the_observation_it_selected():
     assert subtask.success and subtask.answer in sim_answers.SUBTASKS.values()
 
 
+def test_extra_text_s_slows_each_answer_and_counts_as_generation():
+    core, session, _ = expert_server()
+    extra = [0.15]
+    worker = TextWorker(core.runtime, core.text_inputs, 0.2, extra_s=lambda: extra[0])
+    observe(core, 100, OPEN, (0.25, 0.05, REST))
+    job = AskJob('', session, 'question', 'is the cube held?', 'pick', 0)
+    began = time.monotonic()
+    slow = worker.answer(job)
+    assert slow.success and time.monotonic() - began >= 0.15 and slow.generate_ms >= 150.0
+    extra[0] = 0.0     # read at every answer: the knob is live
+    assert worker.answer(job).generate_ms < 150.0
+
+
 def test_no_observation_after_the_earliest_stamp_is_refused_after_the_wait():
     core, session, worker = expert_server(wait_s=0.1)
     observe(core, 100, OPEN, (0.25, 0.05, REST))

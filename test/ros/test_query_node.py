@@ -19,36 +19,59 @@ The policy server serves the scripted pick expert, whose runtime answers questio
 subtasks from the observed cube pose (published here, resting on the table). The test node
 sends goals with rclpy's ActionClient (what ``ros2 action send_goal`` does) and watches the
 requests, the task topic and the arm's commands. The rules themselves are proven on the core
-(test/pure/test_executor_query.py); this checks that they hold across the processes.
+(test/pure/test_executor_query.py); this checks that they hold across the processes, from a
+query sent before admission (the executor starts before the server) to the server SIGKILLed
+while an answer is pending (``extra_text_s`` makes the text work slow enough to be caught).
 """
+
+import time
 
 from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import PoseStamped
-from node_fixtures import EXECUTOR
+from node_fixtures import EXECUTOR, set_double
+import numpy as np
 from rclpy.action import ActionClient
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from remote_inference.action import Query
 from remote_inference.msg import ExecutorStatus, InferenceRequest
 from remote_inference.srv import GetCapabilities
+from ros_fixtures import clean_dead_segments
+from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from remote_inference_py.evaluation.sim_answers import SUBTASKS
 from remote_inference_py.evaluation.task import cube_rest_z
+from remote_inference_py.executor.query import read_status
 from remote_inference_py.transport import qos
 
 SERVER = {'deployment': 'test', 'policy_type': 'python', 'semantics': 'si-radians-v1',
           'checkpoint': 'remote_inference_py.evaluation.expert:expert_runtime',
-          'warmup_iterations': 1}
+          'warmup_iterations': 1, 'presence_lease_s': 1.0,
+          'observation_wait_s': 1.0}   # the test node publishes the cube; it may stall
 CUBE = (0.25, 0.05, cube_rest_z())
+# Deep reader queues: a hold and its resume are two statuses 50 ms apart, and the test node
+# may stall that long on a loaded machine (the nodes' own profiles keep the last one only).
+DEEP = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=200,
+                  reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+DEEP_LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=200,
+                          reliability=ReliabilityPolicy.RELIABLE,
+                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class Watch:
-    """What the test node sees: statuses, requests (with receive times), tasks, feedback."""
+    """What the test node sees: statuses, requests, tasks, commands and feedback (the last
+    two with monotonic receive times)."""
 
     def __init__(self, node):
         self.node = node
         self.statuses, self.requests, self.tasks, self.feedback = [], [], [], []
+        self.commands = []
+        node.create_subscription(
+            JointState, 'joint_commands',
+            lambda m: self.commands.append((time.monotonic(), np.array(m.position))),
+            DEEP)
         node.create_subscription(ExecutorStatus, 'executor/status', self.statuses.append,
-                                 qos.LATCHED)
+                                 DEEP_LATCHED)
         node.create_subscription(InferenceRequest, 'policy/request', self.requests.append,
                                  qos.COMMANDS)
         node.create_subscription(String, 'executor/task', lambda m: self.tasks.append(m.data),
@@ -67,13 +90,13 @@ class Watch:
         return self.statuses[-1].state_name if self.statuses else ''
 
     def on_feedback(self, msg):
-        self.feedback.append((msg.feedback.phase, self.node.get_clock().now().nanoseconds))
+        self.feedback.append((msg.feedback.phase, time.monotonic()))
 
 
-def send(spinner, client, watch, kind, text, timeout=20.0):
+def send(spinner, client, watch, kind, text, timeout=20.0, feedback=None):
     """Send a goal, wait for its result; return (status, result)."""
     future = client.send_goal_async(Query.Goal(kind=kind, text=text),
-                                    feedback_callback=watch.on_feedback)
+                                    feedback_callback=feedback or watch.on_feedback)
     spinner.until(future.done, timeout, 'goal response')
     result = future.result().get_result_async()
     spinner.until(result.done, timeout, f'{kind} result')
@@ -84,16 +107,25 @@ def test_question_and_subtask_hold_the_arm_and_resume_from_a_fresh_capture(proce
     node, spinner = ros
     watch = Watch(node)
     processes.peer('fake_arm.py', node_name='fake_arm', params={'log_commands': False})
-    processes.console_script('policy_server', node_name='policy_server', params=SERVER)
-    processes.console_script('executor', node_name='executor', params={
+    executor = processes.console_script('executor', node_name='executor', params={
         **EXECUTOR, 'semantics': 'si-radians-v1', 'task': 'pick up the cube',
-        'steering_period_s': 0.3})
+        'steering_period_s': 0.3, 'presence_lease_s': 1.0,
+        'starvation_grace_s': 3.0})   # a fresh chunk after each answer, on a loaded machine
     client = ActionClient(node, Query, 'executor/query')
+
+    # Before admission (no server yet): refused by name, nothing moves.
+    spinner.until(client.server_is_ready, 20, 'executor/query')
+    status, result = send(spinner, client, watch, 'question', 'is the cube held?')
+    assert status == GoalStatus.STATUS_ABORTED and not result.success
+    assert 'no session admitted yet' in result.message, result.message
+    assert watch.feedback == [] and watch.commands == []
+
+    server = processes.console_script('policy_server', node_name='policy_server',
+                                      params=SERVER)
     spinner.until(lambda: watch.state() == 'RUNNING', 30, 'executor RUNNING')
     caps_client = node.create_client(GetCapabilities, 'policy/get_capabilities')
     caps = spinner.call(caps_client, GetCapabilities.Request())
     assert list(caps.text_commands) == ['question', 'subtask', 'steering']
-    spinner.until(client.server_is_ready, 10, 'executor/query')
 
     # Refusals: named, and nothing pauses (no request is drained, the arm keeps moving).
     before = watch.statuses[-1]
@@ -113,7 +145,8 @@ def test_question_and_subtask_hold_the_arm_and_resume_from_a_fresh_capture(proce
     # The hold crossed to the status topic: the buffered continuation was discarded.
     assert any('holding for a question query' in s.message and 'discarded' in s.message
                for s in watch.statuses)
-    assert any('resuming after the answer: a fresh capture taken after' in s.message
+    assert any(read_status(s.message) == ('answered', result.answer) for s in watch.statuses)
+    assert any(read_status(s.message) == ('asked', 'question', 'is the cube held?')
                for s in watch.statuses)
     spinner.until(lambda: watch.state() == 'RUNNING', 5, 'RUNNING again')
     assert watch.requests[-1].task == 'pick up the cube'   # a question keeps the task
@@ -132,6 +165,15 @@ def test_question_and_subtask_hold_the_arm_and_resume_from_a_fresh_capture(proce
     handle = future.result()
     spinner.until(lambda: [p for p, _ in watch.feedback].count('moving') >= 2, 10,
                   'two steering rounds')
+    # A second query while one runs: refused by name; it neither pauses nor asks.
+    statuses = len(watch.statuses)
+    second = []
+    status, result = send(spinner, client, watch, 'question', 'where is the cube?',
+                          feedback=second.append)
+    assert status == GoalStatus.STATUS_ABORTED and not result.success
+    assert 'another query is running' in result.message, result.message
+    assert second == []
+    assert not any('question query' in s.message for s in watch.statuses[statuses:])
     spinner.until(handle.cancel_goal_async().done, 10, 'cancel accepted')
     result = handle.get_result_async()
     spinner.until(result.done, 10, 'steering result')
@@ -140,4 +182,52 @@ def test_question_and_subtask_hold_the_arm_and_resume_from_a_fresh_capture(proce
     assert outcome.result.rounds >= 2 and outcome.result.task in SUBTASKS.values()
     phases = [p for p, _ in watch.feedback]
     assert phases[:4] == ['paused', 'asking', 'resuming', 'moving'], phases
+    assert phases.count('paused') == phases.count('asking') <= outcome.result.rounds + 1
     spinner.until(lambda: watch.state() == 'RUNNING', 5, 'RUNNING after steering')
+
+    # The server lost while an answer is pending: the query faults with a named reason, the
+    # arm holds from the pause (no buffered step is dispatched) and then goes home.
+    assert set_double(ros, 'policy_server', 'extra_text_s', 30.0).successful
+    answered = server.output().count('question answered')
+    watch.feedback.clear()
+    future = client.send_goal_async(Query.Goal(kind='question', text='is the cube held?'),
+                                    feedback_callback=watch.on_feedback)
+    spinner.until(future.done, 10, 'question accepted')
+    spinner.until(lambda: [p for p, _ in watch.feedback] == ['paused', 'asking'], 5, 'asking')
+    asked_at = watch.feedback[-1][1]
+    spinner.spin_for(max(0.0, asked_at + 0.5 - time.monotonic()))   # the ask reaches it
+    assert server.output().count('question answered') == answered   # pending: extra_text_s
+    server.kill()
+    clean_dead_segments()
+    lost = time.monotonic()
+    outcome = future.result().get_result_async()
+    spinner.until(outcome.done, 15, 'the query aborted')
+    outcome = outcome.result()
+    assert outcome.status == GoalStatus.STATUS_ABORTED, outcome.status
+    assert 'server lost during a query' in outcome.result.message, outcome.result.message
+    assert time.monotonic() - lost < 1.0 + 4.0   # the 1 s lease, generously
+    assert [p for p, _ in watch.feedback] == ['paused', 'asking']   # it never resumed
+    # While going home (about 1.5 s at 1 rad/s): refused by name.
+    spinner.until(lambda: watch.state() == 'STOPPING', 5, 'going home')
+    status, result = send(spinner, client, watch, 'question', 'is the cube held?')
+    assert 'the executor is STOPPING' in result.message, result.message
+    spinner.until(lambda: watch.state() == 'FAULT', 20, 'home, then FAULT')
+    assert 'server lost during a query' in watch.statuses[-1].message
+    assert executor.wait(10) != 0
+    # Every command from the pause on holds the last applied target, then follows the
+    # straight line home: none of the discarded continuation was ever dispatched.
+    paused_at = watch.feedback[0][1] + 0.1   # margin: commands and feedback are two topics
+    after = [c for t, c in watch.commands if t >= paused_at]
+    hold, home = after[0], np.zeros_like(after[0])
+    assert np.abs(hold - home).max() > 0.05, 'the arm was home already: nothing to show'
+    fractions = []
+    for command in after:
+        along = float(np.dot(command - hold, home - hold) / np.dot(home - hold, home - hold))
+        off = np.abs(command - (hold + along * (home - hold))).max()
+        assert off < 1e-6, f'a command off the hold-then-home path: {command} (hold {hold})'
+        fractions.append(along)
+    assert fractions[0] == 0.0 and abs(fractions[-1] - 1.0) < 1e-6
+    assert all(b >= a - 1e-9 for a, b in zip(fractions, fractions[1:])), fractions
+    held = [f for f in fractions if f == 0.0]
+    # From the pause to the end of the 1 s lease after the kill: over a second at 30 Hz.
+    assert len(held) >= 20, f'{len(held)} hold commands before going home'

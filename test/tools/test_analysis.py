@@ -176,6 +176,33 @@ def test_each_video_frame_knows_the_state_the_request_in_flight_and_the_pick(tmp
     assert abs(timeline.cube_at(4.25)[2] - (0.02 + 0.08 * 0.5)) < 1e-6
 
 
+def test_the_video_captions_a_query_from_the_status_the_question_then_the_answer(tmp_path):
+    import dataclasses
+
+    import numpy as np
+
+    from remote_inference_py.analysis.video import ANSWER_SHOW_S, decorate, query_lines, Timeline
+    question, answer = "is the cube held? (it's red)", 'no: it rests on the table'
+    write_run(tmp_path / 'bag', RunSpec(query=(1.95, 2.45, question, answer)))
+    timeline = Timeline(read_bag(tmp_path / 'bag'))
+    assert timeline.info(1.95).query == ()
+    asking = timeline.info(2.05)   # statuses at 10 Hz: the hold's first at 2.0 s
+    assert asking.state == 'WAITING' and not asking.answered
+    assert asking.query == ('holding: the policy is asked', f'question: {question}')
+    answered = timeline.info(2.55)
+    assert answered.answered and answered.query == (f'question: {question}',
+                                                    f'answer: {answer}')
+    assert timeline.info(2.45 + ANSWER_SHOW_S).answered
+    assert timeline.info(2.55 + ANSWER_SHOW_S).query == ()
+    assert query_lines(timeline) == [f'query at 2.0 s: question {question!r} -> {answer!r}']
+    # The caption is drawn: the frame differs where it goes, and only there.
+    frame = np.zeros((120, 200, 3), dtype=np.uint8)
+    plain = np.asarray(decorate(frame, dataclasses.replace(answered, query=()), timeline))
+    captioned = np.asarray(decorate(frame, answered, timeline))
+    rows = np.nonzero((plain != captioned).any(axis=(1, 2)))[0]
+    assert len(rows) and rows.min() >= 50 and rows.max() < 100, rows
+
+
 def test_the_video_is_an_animation_of_the_whole_run_and_bad_input_is_named(tmp_path):
     import pytest
     from PIL import Image

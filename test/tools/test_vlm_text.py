@@ -55,7 +55,7 @@ def vlm_folder(tmp_path_factory):
 def test_the_text_model_answers_a_question_about_the_camera_frame(vlm_folder):
     from remote_inference_py.policy_server.vlm_text import VisionLanguageText
     text = VisionLanguageText(str(vlm_folder), max_new_tokens=6)
-    assert text.text_commands == ('question', 'subtask')
+    assert text.text_commands == ('question', 'subtask', 'steering')
     core = make_server(DemoRuntime(cameras=('front',), image_size=(48, 64)),
                        observation_wait_s=0.2)
     session = admit(core)
@@ -71,8 +71,13 @@ def test_the_text_model_answers_a_question_about_the_camera_frame(vlm_folder):
     assert result.generate_ms > 0 and result.capture_ns == 100 * MS
     subtask = worker.answer(AskJob('', session, 'subtask', 'tidy up', 'pick', 0))
     assert subtask.success and subtask.generated_tokens >= 1
-    refused = worker.answer(AskJob('', session, 'steering', 'tidy up', 'pick', 0))
-    assert not refused.success and "does not offer 'steering'" in refused.message
+    # A steering round is a subtask query: the same prompt, so (greedy) the same answer.
+    steering = worker.answer(AskJob('', session, 'steering', 'tidy up', 'pick', 0))
+    assert steering.success and steering.generated_tokens >= 1, steering.message
+    assert steering.answer == subtask.answer
+    assert text.prompt('steering', 'tidy up', 'pick') == text.prompt('subtask', 'tidy up', 'pick')
+    refused = worker.answer(AskJob('', session, 'poem', 'tidy up', 'pick', 0))
+    assert not refused.success and "does not offer 'poem'" in refused.message
 
 
 def test_a_policy_without_a_camera_cannot_feed_the_text_model(vlm_folder):

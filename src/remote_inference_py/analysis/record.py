@@ -36,6 +36,7 @@ graph (the hardware interface compresses only while something subscribes), so th
 what the policy saw and ``analyze`` can make a contact sheet or a video of the run.
 """
 
+import copy
 import importlib
 import os
 import re
@@ -55,6 +56,21 @@ def message_class(type_name):
     """Import a message class from 'package/msg/Name'."""
     package, _, name = type_name.split('/')
     return getattr(importlib.import_module(f'{package}.msg'), name)
+
+
+RECORD_DEPTH = 100
+
+
+def deep(profile):
+    """Return ``profile`` with a reader queue of at least RECORD_DEPTH messages.
+
+    The nodes' own profiles keep the last status only (a late reader needs no more); a
+    recorder that falls behind by 30 ms would then lose a status published just before
+    another (a query's hold and its answer, 30 ms apart).
+    """
+    profile = copy.copy(profile)
+    profile.depth = max(profile.depth, RECORD_DEPTH)
+    return profile
 
 
 class Recorder:
@@ -77,7 +93,7 @@ class Recorder:
             self.subscriptions[full] = node.create_subscription(
                 message_class(types[topic]), full,
                 lambda raw, full=full: self._write(full, raw),
-                qos.BY_ROLE[roles[topic]], raw=True)
+                deep(qos.BY_ROLE[roles[topic]]), raw=True)
 
     def add_topic(self, full, type_name, qos_profile):
         """Record one more topic from now on (absolute name)."""

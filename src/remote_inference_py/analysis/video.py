@@ -29,8 +29,10 @@ stamps (:mod:`.summary`): the executor's state (RUNNING in green, WAITING = hold
 STOPPING in blue), how much playback is buffered, whether a request is in flight ("policy
 computing chunk N") and when a chunk arrives, the cube's lift and the pick's success; a
 timeline of the whole run runs underneath with the same colours, chunk arrivals and a
-cursor. The output is an animated WebP (``.webp``, lossy; what browsers and a README on
-GitHub show inline) or GIF (``.gif``).
+cursor. A query to the policy (``executor/query``, ``./run demo --ask``) is captioned from the
+executor's status: the question while the arm holds for it, then the answer for a few seconds
+(the CLI prints them too). The output is an animated WebP (``.webp``, lossy; what browsers
+and a README on GitHub show inline) or GIF (``.gif``).
 """
 
 import argparse
@@ -45,6 +47,7 @@ import numpy as np
 
 from remote_inference_py.analysis.summary import (
     stamped, start_ns, task_result, turnarounds)
+from remote_inference_py.executor.query import read_status
 
 SIDE = 'side'
 CAMERA = SIDE
@@ -60,6 +63,8 @@ STATE_RGB = {'RUNNING': (44, 160, 44), 'WAITING': (214, 39, 40), 'STOPPING': (31
              'FAULT': (0, 0, 0)}
 STATE_TEXT = {'WAITING': 'WAITING (holding)', 'STOPPING': 'STOPPING (going home)'}
 ARRIVAL_FLASH_S = 0.5
+ANSWER_SHOW_S = 5.0       # an answer stays on the frames this long
+QUERY_RGB = (214, 39, 40), (75, 60, 150)   # asking (holding, as WAITING), answered
 STRIP_HEIGHT = 62
 SUFFIXES = ('.webp', '.gif')
 
@@ -75,6 +80,19 @@ class FrameInfo:
     arrived: Optional[int]                     # chunk number that just arrived
     lift_m: float
     picked_at_s: Optional[float]
+    query: Tuple[str, ...] = ()                # caption lines of a query; () when none
+    answered: bool = False                     # the query's answer is on the caption
+
+
+@dataclasses.dataclass
+class QueryMark:
+    """One query to the policy as the executor's status showed it [s on the timeline]."""
+
+    asked_s: float
+    kind: str
+    text: str
+    ended_s: Optional[float] = None            # the hold for the text work ended
+    answer: Optional[str] = None               # None: no answer (failed, cancelled)
 
 
 class Timeline:
@@ -100,12 +118,45 @@ class Timeline:
         statuses = stamped(topics.get('/executor/status', []))
         self.status_t = [self.seconds(t) for t, _ in statuses]
         self.statuses = [(m.state_name, float(m.buffered_playback_s)) for _, m in statuses]
+        self.queries = self._queries(statuses)
         self.requests = [(self.seconds(t.sent_ns), self.seconds(t.ready_ns))
                          for t in turnarounds(topics)]
         result = task_result(topics)
         self.picked_at = result.completion_time_s if result and result.success else None
         self.start = min(0.0, self.joint_t[0])
         self.end = self.joint_t[-1]
+
+    def _queries(self, statuses):
+        marks, previous = [], None
+        for stamp, msg in statuses:
+            if msg.message == previous:
+                continue   # the periodic status repeats the message
+            previous = msg.message
+            read = read_status(msg.message)
+            t = self.seconds(stamp)
+            open_mark = marks[-1] if marks and marks[-1].ended_s is None else None
+            if read is not None and read[0] == 'asked':
+                if open_mark is not None:
+                    open_mark.ended_s = t
+                marks.append(QueryMark(t, read[1], read[2]))
+            elif open_mark is not None and read is not None:
+                open_mark.ended_s, open_mark.answer = t, read[1]
+            elif open_mark is not None and ('resuming after' in msg.message
+                                            or msg.state_name != 'WAITING'):
+                open_mark.ended_s = t
+        return marks
+
+    def query_at(self, t):
+        """Return (caption lines, answered) for a query asked or answered around ``t``."""
+        marks = [m for m in self.queries if m.asked_s <= t]
+        if not marks:
+            return (), False
+        mark = marks[-1]
+        if mark.ended_s is None or t < mark.ended_s:
+            return ('holding: the policy is asked', f'{mark.kind}: {mark.text}'), False
+        if mark.answer is not None and t < mark.ended_s + ANSWER_SHOW_S:
+            return (f'{mark.kind}: {mark.text}', f'answer: {mark.answer}'), True
+        return (), False
 
     def seconds(self, stamp_ns):
         """Return a stamp as seconds since the executor's first command."""
@@ -147,7 +198,8 @@ class Timeline:
         cube = self.cube_at(t)
         lift = float(cube[2]) - self.rest_z if cube is not None else 0.0
         picked = self.picked_at if self.picked_at is not None and t >= self.picked_at else None
-        return FrameInfo(t, state, buffered, in_flight, arrived, lift, picked)
+        query, answered = self.query_at(t)
+        return FrameInfo(t, state, buffered, in_flight, arrived, lift, picked, query, answered)
 
     def state_spans(self):
         """Return [(state, start s, end s)] over the run."""
@@ -255,6 +307,9 @@ def decorate(frame: np.ndarray, info: FrameInfo, timeline: Timeline, fonts=None)
     if info.arrived is not None:
         label((width - 8, 34), f'chunk {info.arrived} arrived', (20, 120, 20), big, 'ra')
         draw.rectangle((0, 0, width - 1, height - 1), outline=(20, 160, 20), width=4)
+    for row, line in enumerate(info.query):   # the query, under the state and the buffer
+        label((8, 60 + 20 * row), _fit(draw, line, small, width - 24), QUERY_RGB[info.answered],
+              small)
     cube = f'cube lifted {max(info.lift_m, 0.0) * 100:.1f} cm'
     if info.picked_at_s is not None:
         label((8, height - 10), f'{cube}   picked at {info.picked_at_s:.1f} s',
@@ -263,6 +318,15 @@ def decorate(frame: np.ndarray, info: FrameInfo, timeline: Timeline, fonts=None)
         label((8, height - 10), cube, (60, 60, 60), small, 'ld')
     _draw_strip(draw, timeline, info.time_s, width, height, small)
     return image
+
+
+def _fit(draw, text, font, width):
+    """Return ``text``, shortened with an ellipsis to fit ``width`` pixels."""
+    if draw.textlength(text, font=font) <= width:
+        return text
+    while text and draw.textlength(text + '...', font=font) > width:
+        text = text[:-1]
+    return text + '...'
 
 
 def _draw_strip(draw, timeline, now, width, top, font):
@@ -361,7 +425,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f'video: {error}', file=sys.stderr)
         return 1
     print(f'video: {path} ({path.stat().st_size / 1e3:.0f} kB)')
+    for line in query_lines(Timeline(topics)):
+        print(f'video: {line}')
     return 0
+
+
+def query_lines(timeline: Timeline) -> List[str]:
+    """Return one line per query the frames caption: when, what was asked, the answer."""
+    lines = []
+    for mark in timeline.queries:
+        answer = repr(mark.answer) if mark.answer is not None else 'no answer'
+        lines.append(f'query at {mark.asked_s:.1f} s: {mark.kind} {mark.text!r} -> {answer}')
+    return lines
 
 
 if __name__ == '__main__':

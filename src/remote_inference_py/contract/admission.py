@@ -20,16 +20,16 @@ the ``policy/get_capabilities`` answer) with what the robot asks for (:class:`Ad
 the ``policy/admit`` request). :func:`check_admission` is the one place that says what
 differs, and both sides call it: the executor before it asks, so it can refuse with the full
 list without a round trip, and the server when it is asked, so a client that skipped the
-check is still refused. It compares protocol version, deployment, semantics, action names and
-their order, action rate, observation features (by name: shape, dtype and kind must be equal,
-except that an image feature the server resizes takes any height and width with the same
-channels; features the client offers but the policy does not use are ignored), features the
-client
-requires the server to consume, merge mode (``rtc`` only with a policy that conditions its
-chunks on the committed plan), how many requests the client keeps in flight (at most what the
-server queues per client), the presence lease (how long a silent server counts as present:
-both sides must use the same), and position hold. Every difference refuses admission before
-motion, and the message names it.
+check is still refused. It compares protocol version (equal, or both from
+:data:`OLDEST_PROTOCOL_VERSION` to :data:`PROTOCOL_VERSION`), deployment, semantics, action
+names and their order, action rate, observation features (by name: shape, dtype and kind must
+be equal, except that an image feature the server resizes takes any height and width with
+the same channels; features the client offers but the policy does not use are ignored),
+features the client requires the server to consume, merge mode (``rtc`` only with a policy
+that conditions its chunks on the committed plan), how many requests the client keeps in
+flight (at most what the server queues per client), the presence lease (how long a silent
+server counts as present: both sides must use the same), and position hold. Every difference
+refuses admission before motion, and the message names it.
 
 The messages are read by duck typing (:meth:`ServerContract.from_message`,
 :meth:`AdmitRequest.from_message`), so this module imports no ROS package.
@@ -38,8 +38,40 @@ The messages are read by duck typing (:meth:`ServerContract.from_message`,
 import dataclasses
 from typing import List, Sequence, Tuple
 
-PROTOCOL_VERSION = 3
-"""Version of the messages and of this contract; both sides must carry the same."""
+PROTOCOL_VERSION = 4
+"""Version of the messages and of this contract.
+
+4: the server publishes presence samples on ``policy/presence`` (:mod:`.presence`); the
+messages are those of 3. A client asks for admission with the lower of its version and the
+server's, and both sides admit any version from :data:`OLDEST_PROTOCOL_VERSION` on."""
+
+OLDEST_PROTOCOL_VERSION = 3
+"""The oldest version still admitted: 3 has the same messages, and its server may publish no
+presence samples (:func:`publishes_presence`)."""
+
+PRESENCE_SAMPLES_SINCE = 4
+"""The first version whose server always publishes presence samples."""
+
+
+def protocol_for(server_version: int) -> int:
+    """Return the version a client of this package asks a server of ``server_version`` for.
+
+    The lower of the two when the server's is one we admit (an older server requires its
+    own), else ours (and admission says what differs).
+    """
+    if OLDEST_PROTOCOL_VERSION <= server_version <= PROTOCOL_VERSION:
+        return server_version
+    return PROTOCOL_VERSION
+
+
+def publishes_presence(server_version: int) -> bool:
+    """Return True if a server of ``server_version`` always publishes presence samples.
+
+    A server of version 3 may be older than the samples: the executor then keeps its lease by
+    what it answers, counted only while a request is owed (executor/presence.py).
+    """
+    return server_version >= PRESENCE_SAMPLES_SINCE
+
 
 RTC = 'rtc'
 """The merge mode of real-time chunking (docs/design.md, section 11): each request carries the
@@ -182,9 +214,12 @@ def check_admission(contract: ServerContract, request: AdmitRequest,
     executor's ``expected_features``); the server itself passes none.
     """
     problems = []
-    if request.protocol_version != contract.protocol_version:
+    if request.protocol_version != contract.protocol_version and not all(
+            OLDEST_PROTOCOL_VERSION <= version <= PROTOCOL_VERSION
+            for version in (request.protocol_version, contract.protocol_version)):
         problems.append(f'protocol version: server {contract.protocol_version}, client '
-                        f'{request.protocol_version}')
+                        f'{request.protocol_version} (this side admits '
+                        f'{OLDEST_PROTOCOL_VERSION} to {PROTOCOL_VERSION})')
     if request.deployment != contract.deployment:
         problems.append(f'deployment: server {contract.deployment!r}, client '
                         f'{request.deployment!r}')

@@ -19,6 +19,7 @@ Pure: :mod:`.config` (frozen settings), :mod:`.admission` (the handshake with a 
 before motion), :mod:`.choice` (which of several candidate servers, and failover),
 :mod:`.refill` (when to ask), :mod:`.merge` (how a new chunk joins the plan,
 and blending), :mod:`.core` (the state machine: buffer, hold, faults, return) over its parts
-:mod:`.timeline`, :mod:`.requests`, :mod:`.validation`, :mod:`.hold` and :mod:`.stats`. ROS:
+:mod:`.timeline`, :mod:`.requests`, :mod:`.validation`, :mod:`.hold`, :mod:`.session` (admission
+to the end: server loss, failover, the pause for text work, stop, fault) and :mod:`.stats`. ROS:
 :mod:`.node` maps parameters, topics and services onto the handshake and the core.
 """

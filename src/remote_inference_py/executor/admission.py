@@ -49,7 +49,7 @@ import enum
 from typing import Any, List, Optional, Sequence, Tuple
 
 from remote_inference_py.contract.admission import (
-    AdmitRequest, check_admission, FeatureDeclaration, PRESENCE_LEASE_S, PROTOCOL_VERSION,
+    AdmitRequest, check_admission, FeatureDeclaration, PRESENCE_LEASE_S, protocol_for,
     ServerContract)
 
 RETRY_S = 2.0
@@ -138,11 +138,15 @@ class Client:
                 cameras: Sequence[FeatureDeclaration] = ()) -> AdmitRequest:
         """Return the Admit request for a server's contract: we offer what it consumes.
 
+        The protocol version is the server's when it is an older one we admit
+        (:func:`~remote_inference_py.contract.admission.protocol_for`), else ours.
+
         Images come at the size the hardware declares for their topic (``cameras``), when it
         does (:func:`offered_features`).
         """
         return AdmitRequest(
-            protocol_version=PROTOCOL_VERSION, client_name=self.client_name,
+            protocol_version=protocol_for(contract.protocol_version),
+            client_name=self.client_name,
             deployment=self.deployment, semantics=self.semantics,
             action_names=self.action_names, action_rate=self.action_rate,
             features=offered_features(contract.features, cameras), merge_mode=self.merge_mode,

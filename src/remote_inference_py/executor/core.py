@@ -26,12 +26,16 @@ concern and are tested alone:
 - `validation.py` (:class:`ChunkValidator`): whether a chunk's content can be played.
 - `hold.py` (:class:`Hold`, :class:`ReturnHome`): the robot's feedback, the hold target, the
   wait, and the return to the initial pose.
-- `stats.py` (:class:`Status`, :class:`Counters`): the state, its message and the events to
-  log; the counters of the status topic.
+- `session.py` (:class:`Session`): the session's lifecycle, admission to the end: the
+  session id, server loss, failover, the pause for text work, stop, fault and the return.
+- `stats.py` (:class:`State`, :class:`Status`, :class:`Counters`): the state, its message and
+  the events to log; the counters of the status topic.
 
-The core holds the state (IDLE .. FAULT) and decides what changes it: holding, the wait and
-its grace, faults, the shutdown and the return; it keeps the events to log. `stop(now)` and
-`fault(reason, now)` date the shutdown: the requests still in flight are closed then.
+The core composes them: `tick` advances the timeline, dispatches or holds (beginning the wait,
+ending it, or having the session fault when its grace has run out) and asks the request table
+whether to send; `on_chunk` asks the session whether a chunk can be used, then the request
+table, the validator and the timeline. `stop(now)` and `fault(reason, now)` date the shutdown:
+the requests still in flight are closed then.
 
 The rules in detail (docs/design.md explains why):
 
@@ -74,42 +78,24 @@ The rules in detail (docs/design.md explains why):
   Hold commands re-send the applied target unchanged. The return path is a straight line in
   joint space at `return_speed_rad_s` for the joint with the farthest to go (and at most
   `max_step_rad` per tick), ending exactly on the pose measured at start.
-- Text work (`pause`, `resume`; the query itself is `query.py`). A pause discards the buffered
-  continuation (the plan and the target being interpolated toward) and closes the requests in
-  flight, so no step of it is ever dispatched again; while paused every tick re-sends the hold
-  target, no request is sent, chunks are dropped and the starvation grace does not run (the
-  text work has its own timeout). `resume(now)` begins a wait at `now`: motion restarts only
-  from a chunk computed on a capture taken after it, and the grace runs from then. Server loss
-  observed while paused faults the query's session (the usual way home).
+- Text work, server loss and failover: `session.py`.
 """
 
 from dataclasses import dataclass, field
-import enum
 
 import numpy as np
 
 from remote_inference_py.executor.config import ExecutorConfig
-from remote_inference_py.executor.hold import Hold, ReturnHome
+from remote_inference_py.executor.hold import Hold
 from remote_inference_py.executor.requests import (
     Closed, Closure, Kind, RequestOrder, requests_text, RequestTable)
-from remote_inference_py.executor.stats import Counters, ExecutorStats, Status
+from remote_inference_py.executor.session import Session
+from remote_inference_py.executor.stats import Counters, ExecutorStats, State, Status
 from remote_inference_py.executor.timeline import Timeline
 from remote_inference_py.executor.validation import Chunk, ChunkValidator
 
 __all__ = ['Chunk', 'ChunkVerdict', 'ExecutorCore', 'ExecutorStats', 'RequestOrder', 'State',
            'TickOutput']
-
-
-class State(enum.IntEnum):
-    """Executor state; values equal the ExecutorStatus.msg STATE_* constants."""
-
-    IDLE = 0
-    READY = 1
-    RUNNING = 2
-    WAITING = 3
-    STOPPING = 4
-    STOPPED = 5
-    FAULT = 6
 
 
 @dataclass(frozen=True)
@@ -153,19 +139,16 @@ class ExecutorCore:
         self._requests = RequestTable()
         self._validator = ChunkValidator(config)
         self._robot = Hold(config.joint_names)   # feedback, hold target, the wait
-        self._return = None           # ReturnHome while STOPPING
         self._counters = Counters()
         self._status = Status(State.IDLE)   # the state, its message, the events to log
-        self._session_id = ''
-        self._server_lost = False
-        self._server_lost_why = ''
-        self._paused = False          # holding for text work (pause .. resume)
+        self._session = Session(config, self._timeline, self._requests, self._robot,
+                                self._status, self._counters)   # admission .. the end
 
     # ---------------------------------------------------------------- read-only views
 
     config = property(lambda self: self._cfg, doc='The settings in effect.')
     state = property(lambda self: self._status.state, doc='The current state.')
-    session_id = property(lambda self: self._session_id,
+    session_id = property(lambda self: self._session.id,
                           doc="The admitted session id ('' before admission).")
     is_terminal = property(lambda self: self.state in (State.STOPPED, State.FAULT),
                            doc='True once STOPPED or FAULT: nothing is left to send.')
@@ -178,9 +161,9 @@ class ExecutorCore:
     committed_target = property(lambda self: _copy(self._timeline.segment_target),
                                 doc='A copy of the target being dispatched or interpolated '
                                     'toward, or None.')
-    paused = property(lambda self: self._paused,
+    paused = property(lambda self: self._session.paused,
                       doc='True while holding for text work (between pause and resume).')
-    server_is_lost = property(lambda self: self._server_lost,
+    server_is_lost = property(lambda self: self._session.lost,
                               doc='True after server_lost (until a fail_over).')
     initial_pose = property(lambda self: _copy(self._robot.initial_pose),
                             doc='A copy of the pose measured at start, or None before start.')
@@ -205,13 +188,13 @@ class ExecutorCore:
         """Fault at once and send nothing more: applying an action or a hold failed."""
         self._robot.actuation_failed = True
         if self.state != State.FAULT:
-            self._enter_terminal(State.FAULT, f'actuation failed: {reason}')
+            self._session.end(State.FAULT, f'actuation failed: {reason}')
 
     def on_measurement_failed(self, reason: str) -> None:
         """Mark the measurement unhealthy (skips the return path) until on_measured succeeds."""
         self._status.event(self._robot.measurement_failed(reason))
 
-    # ---------------------------------------------------------------- lifecycle
+    # ---------------------------------------------------------------- lifecycle (session.py)
 
     def admit(self, session_id: str, chunk_length: int = 0) -> None:
         """Record the admitted session (and the server's chunk length): IDLE -> READY.
@@ -219,66 +202,29 @@ class ExecutorCore:
         `chunk_length` (steps) gives the horizon a request in flight is expected to cover;
         0 (unknown) uses the length of the chunks received so far.
         """
-        if self.state != State.IDLE:
-            raise RuntimeError(f'cannot admit a session in state {self.state.name}')
-        if not session_id:
-            raise ValueError('session_id must not be empty')
-        self._session_id = session_id
-        self._requests.horizon_s = max(0, int(chunk_length)) / self._cfg.fps
-        self._status.set(State.READY, f"admitted session '{session_id}'")
+        self._session.admit(session_id, chunk_length)
 
     def start(self, now: float) -> None:
         """Anchor the timeline at `now` and start: READY -> RUNNING."""
-        if self.state != State.READY:
-            raise RuntimeError(f'cannot start in state {self.state.name}')
-        if self._server_lost:
-            raise RuntimeError('cannot start: the server was lost')
-        if not self._robot.can_start:
-            raise RuntimeError('cannot start: no healthy measured pose yet')
-        self._timeline.start = float(now)
-        self._robot.initial_pose = self._robot.measured.copy()
-        self._status.set(State.RUNNING, f"started session '{self._session_id}'")
+        self._session.start(now)
 
     def stop(self, now: float) -> None:
         """Stop on user request at `now`: return to the initial pose if configured, then STOPPED.
 
         `now` dates the shutdown: the requests still in flight are closed as abandoned then.
         """
-        if self.state in (State.IDLE, State.READY):
-            self._enter_terminal(State.STOPPED, 'stopped before motion')
-        elif self.state in (State.RUNNING, State.WAITING):
-            self._shut_down(False, 'stop requested', now)
+        self._session.stop(now)
 
     def fault(self, reason: str, now: float) -> None:
         """Fault at `now` for a reason found outside the core (returns home when healthy)."""
-        self._fault(reason, now)
+        self._session.fault(reason, now)
 
     def server_lost(self, now: float, why: str = '') -> None:
         """Observe server loss: no more requests, buffered actions drain, never resumes.
 
         `why` (e.g. which instance was lost and how it showed) heads the status message.
         """
-        if self._server_lost:
-            return
-        self._server_lost = True
-        self._server_lost_why = why
-        lost = self._requests.close_all(Closure(Closed.SERVER_LOST, now))
-        if lost:
-            self._status.event(f'{requests_text(lost)} abandoned: the server was lost')
-        if self._paused:
-            self._paused = False
-            self._fault('server lost during a query' + (f' ({why})' if why else '')
-                        + ': the answer cannot come and this session does not resume', now)
-            return
-        head = f'{why}; ' if why else ''
-        if self.state == State.READY:
-            self._enter_terminal(State.FAULT, 'server lost before start'
-                                 + (f': {why}' if why else ''))
-        elif self.state in (State.RUNNING, State.WAITING):
-            self._status.message = f'server lost: {head}this session does not resume'
-            buffered = self._timeline.buffered_playback()
-            self._status.event(f'server lost: no more requests; {buffered:.2f} s of buffered '
-                               'actions may drain, then hold until the grace expires')
+        self._session.lose(now, why)
 
     def fail_over(self, session_id: str, chunk_length: int, now: float) -> None:
         """Go on with a new session of another server after a loss, while holding.
@@ -288,52 +234,18 @@ class ExecutorCore:
         plan is kept, and the wait starts again at `now`: the first chunk must come from a
         capture taken after `now` and within the grace, like after any wait.
         """
-        if not self._server_lost or self.state != State.WAITING:
-            raise RuntimeError(f'fail over needs a lost server and WAITING, not '
-                               f'{self.state.name} (server lost: {self._server_lost})')
-        if not session_id or session_id == self._session_id:
-            raise ValueError(f'fail over needs a new session id, got {session_id!r}')
-        old, self._session_id = self._session_id, session_id
-        self._server_lost = False
-        self._timeline.clear()
-        self._requests.horizon_s = max(0, int(chunk_length)) / self._cfg.fps
-        self._robot.waiting_since = float(now)
-        self._counters.add('failovers')
-        self._status.set(State.WAITING, f"failed over from session '{old}' to '{session_id}';"
-                         f' holding, a fresh capture taken after t={now:.3f} is needed')
+        self._session.fail_over(session_id, chunk_length, now)
 
     def pause(self, now: float, reason: str) -> None:
-        """Hold for text work from `now` on: discard the buffered continuation (see module doc).
+        """Hold for text work from `now` on: discard the buffered continuation (session.py).
 
         RuntimeError names why it cannot (not moving, the server lost, already paused).
         """
-        if self.state not in (State.RUNNING, State.WAITING):
-            raise RuntimeError(f'cannot pause in state {self.state.name}')
-        if self._server_lost:
-            raise RuntimeError('cannot pause: the server was lost')
-        if self._paused:
-            raise RuntimeError('already paused')
-        discarded = self._timeline.buffered_playback()
-        self._timeline.clear()
-        closed = self._requests.close_all(Closure(Closed.DRAINED, now))
-        self._counters.add('drained_requests', len(closed))
-        self._paused = True
-        self._robot.waiting_since = None
-        if closed:
-            self._status.event(f'{requests_text(closed)} drained: motion paused for {reason}')
-        self._status.set(State.WAITING, f'holding for {reason} at t={now:.3f}: the last applied '
-                         f'target is held, {discarded:.2f} s of buffered actions discarded')
+        self._session.pause(now, reason)
 
     def resume(self, now: float, reason: str) -> None:
         """End a pause at `now`: move again only from a capture taken after `now`."""
-        if not self._paused:
-            return
-        self._paused = False
-        if self.state not in (State.RUNNING, State.WAITING):
-            return
-        self._robot.waiting_since = now
-        self._status.set(State.WAITING, f'resuming after {reason}: a fresh capture taken after '
-                         f't={now:.3f} is needed')
+        self._session.resume(now, reason)
 
     def update_config(self, config: ExecutorConfig) -> None:
         """Apply new tunables at once; raise ValueError if a structural field changes."""
@@ -345,7 +257,7 @@ class ExecutorCore:
         old = self._cfg.as_dict()
         diff = [f'{name} {old[name]!r} -> {value!r}'
                 for name, value in config.as_dict().items() if old[name] != value]
-        self._cfg = self._validator.config = config
+        self._cfg = self._validator.config = self._session.config = config
         self._timeline.configure(config)
         if diff:
             self._status.event('settings updated: ' + ', '.join(diff))
@@ -360,14 +272,14 @@ class ExecutorCore:
         self._counters.add('skipped_ticks', skipped)
         self._counters.add('ticks')
         if self.state == State.STOPPING:
-            return self._output(self._return_command(), tick=tick)
-        if self._paused:   # text work: hold, no request, no grace
+            return self._output(self._session.return_command(), tick=tick)
+        if self._session.paused:   # text work: hold, no request, no grace
             self._timeline.hold(tick)
             self._counters.add('held_ticks')
             return self._output(self._robot.hold_command(), True, None, tick)
         command, held = self._dispatch(tick, now)
         if self.state == State.STOPPING:
-            command, held = self._return_command(), False
+            command, held = self._session.return_command(), False
         elif self.state == State.FAULT:
             command, held = None, False
         return self._output(command, held, self._maybe_request(now), tick)
@@ -396,16 +308,10 @@ class ExecutorCore:
         self._counters.add('held_ticks')
         if self._timeline.motion_started and not self._cfg.synchronous:
             self._counters.add('starved_ticks')
-        grace = self._cfg.starvation_grace_s
         if self._robot.waiting_since is None:
             self._begin_wait(tick, now)
-        elif self._robot.grace_expired(now, grace):
-            lost = f' ({self._server_lost_why})' if self._server_lost_why else ''
-            why = (f'the server was lost{lost} and nothing was buffered for {grace:g} s'
-                   if self._server_lost else f'no usable chunk arrived within the {grace:g} s'
-                   ' grace')
-            self._fault(f'starved: {why} (waiting since t={self._robot.waiting_since:.3f})',
-                        now)
+        elif self._robot.grace_expired(now, self._cfg.starvation_grace_s):
+            self._session.starved(now)
         return command
 
     def _begin_wait(self, tick: int, now: float) -> None:
@@ -427,7 +333,7 @@ class ExecutorCore:
 
     def _maybe_request(self, now: float):
         """Return a RequestOrder when one must be sent this tick (requests.py decides)."""
-        if self.state not in (State.RUNNING, State.WAITING) or self._server_lost:
+        if self.state not in (State.RUNNING, State.WAITING) or self._session.lost:
             return None
         timeout = self._cfg.request_timeout_s
         for request_id in self._requests.expire(now, timeout):
@@ -454,17 +360,9 @@ class ExecutorCore:
     def on_chunk(self, chunk: Chunk, now: float) -> ChunkVerdict:
         """Validate a chunk and merge it into the plan, or drop it whole with a reason."""
         request_id = chunk.request_id
-        if self.state not in (State.RUNNING, State.WAITING):
-            return self._drop(request_id, f'executor is {self.state.name}; chunk not used')
-        if chunk.session_id != self._session_id:
-            return self._drop(request_id, f"chunk from session '{chunk.session_id}' but "
-                                          f"admitted session is '{self._session_id}'")
-        if self._server_lost:
-            return self._drop(request_id, f"server lost: session '{self._session_id}' does "
-                                          'not resume')
-        if self._paused:
-            return self._drop(request_id, 'paused for a query: the buffered continuation was '
-                                          'discarded; chunk not used')
+        refusal = self._session.chunk_refusal(chunk.session_id)
+        if refusal:
+            return self._drop(request_id, refusal)
         request, turnaround, why = self._requests.answer(request_id, now)
         if request is None:
             return self._drop(request_id, why)
@@ -497,58 +395,12 @@ class ExecutorCore:
         self._counters.dropped(reason)
         return ChunkVerdict(False, reason, request_id, **details)
 
-    # ---------------------------------------------------------------- faults and shutdown
-
-    def _fault(self, reason: str, now: float) -> None:
-        if self.state == State.STOPPING:
-            self._status.message = self._return.fault(reason)
-            self._status.event(self._status.message)
-        elif self.state in (State.IDLE, State.READY):
-            self._enter_terminal(State.FAULT, reason)
-        elif self.state in (State.RUNNING, State.WAITING):
-            self._shut_down(True, reason, now)
-
-    def _shut_down(self, faulted: bool, reason: str, now: float) -> None:
-        """Leave RUNNING or WAITING at `now`: return home when possible, else end at once."""
-        self._paused = False
-        abandoned = self._requests.close_all(Closure(Closed.SHUTDOWN, now))
-        if abandoned:
-            self._status.event(f'{requests_text(abandoned)} abandoned at shutdown at t={now:.3f}')
-        self._timeline.clear()
-        self._robot.waiting_since = None
-        outcome = State.FAULT if faulted else State.STOPPED
-        if not self._robot.can_return(self._cfg):
-            skipped = ('' if not self._cfg.return_to_initial_position
-                       else '; return to the initial position skipped (unhealthy)')
-            self._enter_terminal(outcome, f'{"fault: " if faulted else ""}{reason}{skipped}')
-            return
-        self._return = ReturnHome(faulted, reason)
-        self._status.set(State.STOPPING, self._return.message(arrived=False))
-
-    def _return_command(self) -> np.ndarray:
-        """Return the next point of the speed-limited path to the initial pose."""
-        home = self._return
-        command, arrived, event = home.next_command(self._robot, self._cfg)
-        self._status.event(event)
-        self._counters.add('return_ticks')
-        if arrived:
-            self._enter_terminal(State.FAULT if home.faulted else State.STOPPED,
-                                 home.message(arrived=True))
-        self._robot.last_command = command
-        return command
-
-    def _enter_terminal(self, state: State, message: str) -> None:
-        self._paused = False
-        self._timeline.clear()
-        self._requests.forget_in_flight()
-        self._status.set(state, message)
-
     # ---------------------------------------------------------------- status
 
     def stats(self) -> ExecutorStats:
         """Return the counters and timings for the status topic."""
         return self._counters.snapshot(
-            state=self.state, message=self._status.message, session_id=self._session_id,
+            state=self.state, message=self._status.message, session_id=self._session.id,
             buffered_playback_s=self._timeline.buffered_playback(),
             refill_s=self._cfg.refill_seconds,
             effective_refill_s=self._requests.effective_refill(self._cfg),

@@ -93,6 +93,7 @@ from remote_inference_py.common.node_main import run_node
 from remote_inference_py.common.params import (
     build_configs, declare_parameters, declared, LiveSettings)
 from remote_inference_py.common.ticker import Ticker
+from remote_inference_py.contract.admission import publishes_presence
 from remote_inference_py.executor import query as queries
 from remote_inference_py.executor.admission import (
     Admitted, AskAdmission, AskCapabilities, Client, Hardware, Phase, Refused)
@@ -100,6 +101,7 @@ from remote_inference_py.executor.choice import (
     AskCandidate, candidate_label, Chosen, Selection, SelectionFacts)
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
+from remote_inference_py.executor.first_answer import FirstAnswer
 from remote_inference_py.executor.presence import ServerLoss, ServerPresence
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.endpoints import (
@@ -138,6 +140,7 @@ class ExecutorNode(Node):
         self.survey_futures = {}       # candidate -> its capabilities call (the survey)
         self.start_requested = self.settings.autostart
         self.presence = ServerPresence(self.settings.presence_lease_s)   # under self.lock
+        self.first_answer = FirstAnswer()   # repeats a session's first request (under the lock)
         self.last_summary = time.monotonic()
         self.last_stats = None
         self.capabilities = None
@@ -267,7 +270,7 @@ class ExecutorNode(Node):
             return   # another candidate: its presence says nothing of our session
         now = time.monotonic()
         with self.lock:
-            loss = self.presence.heard(msg.instance_id, now, 'a presence sample')
+            loss = self.presence.heard(msg.instance_id, now, 'a presence sample', sample=True)
         if loss is not None:
             self.on_server_lost(loss)
 
@@ -277,6 +280,9 @@ class ExecutorNode(Node):
             return   # another candidate's interface: we sent it no request
         now = time.monotonic()
         with self.lock:
+            ours = msg.session_id == self.core.session_id
+            echo = ours and self.first_answer.echo(msg.request_id)
+            sends = self.first_answer.heard(msg.request_id) if ours else 0
             if msg.session_refused:
                 loss = self.presence.refused(msg.instance_id, msg.error, now)
             else:
@@ -284,8 +290,15 @@ class ExecutorNode(Node):
                                            'an answer' if msg.error else 'a chunk')
         if loss is not None:
             self.on_server_lost(loss)
+        if sends > 1:
+            self.get_logger().info(f'first answer of session {msg.session_id} came after '
+                                   f'{sends} sends of request {msg.request_id}')
         if msg.session_refused:   # never retried: the loss above ends the requests
             self.get_logger().warning(f'request {msg.request_id} refused: {msg.error}')
+            return
+        if echo:   # the same answer again, for a repeat that crossed the first answer
+            self.get_logger().debug(f'a second answer to repeated request {msg.request_id} '
+                                    'ignored')
             return
         chunk = Chunk(session_id=msg.session_id, request_id=msg.request_id,
                       capture_time=msg.stamp_ns * 1e-9 - self._clock_offset(),
@@ -423,7 +436,9 @@ class ExecutorNode(Node):
                                             time.monotonic())
                     else:
                         self.core.admit(action.session_id, action.chunk_length)
-                    self.presence.admit(action.instance_id, now_mono)
+                    self.presence.admit(action.instance_id, now_mono, publishes_presence(
+                        int(action.capabilities.protocol_version)))
+                    self.first_answer = FirstAnswer()   # a new session: unanswered again
                 if self.failing_over:
                     self.failing_over = False
                     self.get_logger().warning(
@@ -437,6 +452,11 @@ class ExecutorNode(Node):
                     f'deployment={self.settings.deployment} '
                     f'semantics={self.settings.semantics} '
                     f'chunk_length={action.chunk_length}; settings: {self._settings_text()}')
+                version = int(action.capabilities.protocol_version)
+                if not publishes_presence(version):
+                    self.get_logger().info(
+                        f'the server speaks protocol {version}: it may publish no presence '
+                        'samples, so its lease is kept by its answers while a request is owed')
             elif isinstance(action, Refused) and self.failing_over:   # hold, fault as today
                 self.admission_future = None
                 self.get_logger().error(f'failover found no server: {action.reason}')
@@ -503,6 +523,7 @@ class ExecutorNode(Node):
             held_or_resumed = self.query is not None and self._step_query(now, out)
         if out.request is not None:
             self._send_request(out.request)
+        self._repeat_first_request(now)
         if out.command is not None:
             self._send_command(out.command)
         for event in out.events:
@@ -513,6 +534,13 @@ class ExecutorNode(Node):
             self.last_summary = now
             self._log_summary()
         if self.core.is_terminal and not self.finished:
+            first = self.first_answer
+            if first.total_sends > 1 and not first.answered:
+                self.get_logger().error(
+                    f'server {candidate_label(self.server)} never answered session '
+                    f'{self.core.session_id}: {first.total_sends} sends of its first '
+                    f'request(s) over {now - first.began:.2f} s; its policy/request '
+                    'subscription or policy/chunk publisher never matched ours, or it is stuck')
             self.publish_status()
             self.exit_code = 0 if self.core.state == State.STOPPED else 1
             self.get_logger().info(f'executor finished: {self.core.state.name}'
@@ -544,11 +572,30 @@ class ExecutorNode(Node):
             msg.frozen_steps = order.plan.frozen_steps
             msg.plan_positions = order.plan.positions.reshape(-1).tolist()
         self.request_pub.publish(msg)
+        with self.lock:
+            self.first_answer.sent(msg, time.monotonic())
+            self.presence.requested(time.monotonic())
         if self.task_published != msg.task:
             self.task_published = msg.task
             self.task_pub.publish(String(data=msg.task))
         self.get_logger().debug(f'request {order.request_id} ({order.kind}): playback at '
                                 f'submission {order.playback_at_submission:.3f} s')
+
+    def _repeat_first_request(self, now):
+        """Publish the session's first request again while nothing of it came back.
+
+        Only while the core waits for that answer (first_answer.py says why and when).
+        """
+        with self.lock:
+            waiting = self.core.state == State.WAITING and not self.core.server_is_lost
+            repeat = self.first_answer.due(now) if waiting else None
+        if repeat is None:
+            return
+        self.request_pub.publish(repeat.message)
+        self.get_logger().info(
+            f'no answer to request {repeat.message.request_id} of session '
+            f'{repeat.message.session_id} after {repeat.waited:.2f} s: sent it again '
+            f'({repeat.sends} sends; the server endpoints may not have matched ours yet)')
 
     def _send_command(self, command):
         names = list(self.config.joint_names)

@@ -29,6 +29,15 @@ says when the admitted instance is lost, once, as a :class:`ServerLoss` with one
 - ``SESSION_REFUSED``: the admitted instance answers that it does not serve our session
   (released, or never known): retrying cannot change that.
 
+A server that may publish no presence samples (protocol 3: older than them, see
+:func:`~remote_inference_py.contract.admission.publishes_presence`) keeps its lease by what it
+answers, and its silence counts only while it owes an answer: from the first request sent
+after the last thing heard of it (:meth:`ServerPresence.requested`) until something comes. So
+an older server is not lost while the executor waits to start, holds for a query or stops
+(nothing asked, nothing owed), as before presence samples; it is lost when a request goes a
+whole lease without anything of it. One presence sample heard makes it a server that
+publishes them (the full rule from then on).
+
 Before admission, what is heard only counts as seen (status ``alive``); an empty instance id
 (a server that does not say) counts as the admitted instance, and a server that did not say
 at admission is not judged by instance at all. After a loss nothing changes:
@@ -75,6 +84,8 @@ class ServerPresence:
     def __init__(self, lease_s: float):
         """Track nothing yet; `lease_s` is the agreed presence lease [s]."""
         self.lease_s = float(lease_s)
+        self.samples = True            # the server publishes presence samples (see admit)
+        self.owed_since = None         # first request sent since the last thing heard
         self.instance_id = ''          # the admitted instance ('' before admission)
         self.admitted = False
         self.last_seen = None          # when something of the server last came
@@ -91,20 +102,33 @@ class ServerPresence:
         """Return how long nothing of the server came [s], or None if nothing ever did."""
         return None if self.last_seen is None else now - self.last_seen
 
-    def admit(self, instance_id: str, now: float) -> None:
-        """Begin tracking `instance_id`, which admitted us at `now` (its answer is a sign)."""
+    def admit(self, instance_id: str, now: float, samples: bool = True) -> None:
+        """Begin tracking `instance_id`, which admitted us at `now` (its answer is a sign).
+
+        `samples`: the server publishes presence samples; False for one that may not (an
+        older protocol), whose silence counts only while it owes an answer.
+        """
         self.instance_id = instance_id
         self.admitted = True
         self.last_seen = now
+        self.samples = samples
+        self.owed_since = None
 
-    def heard(self, instance_id: str, now: float, what: str):
-        """Note `what` (e.g. 'a presence sample') from `instance_id` at `now`.
+    def requested(self, now: float) -> None:
+        """Note a request sent at `now`: the server owes an answer from now on (if not before)."""
+        if self.owed_since is None:
+            self.owed_since = now
+
+    def heard(self, instance_id: str, now: float, what: str, sample: bool = False):
+        """Note `what` (e.g. 'a presence sample', `sample` True) from `instance_id` at `now`.
 
         Return the ServerLoss it reveals (another instance, or a silence beyond the lease
         that just ended), else None.
         """
         if self.loss is not None:
             return None
+        if sample:
+            self.samples = True
         if not self.admitted:
             self.last_seen = now
             return None
@@ -114,6 +138,7 @@ class ServerPresence:
         loss = self.check(now)
         if loss is None:
             self.last_seen = now
+            self.owed_since = None
         return loss
 
     def refused(self, instance_id: str, detail: str, now: float):
@@ -130,6 +155,17 @@ class ServerPresence:
         """Return the ServerLoss if the admitted instance was silent longer than the lease."""
         if self.loss is not None or not self.admitted:
             return None
+        if not self.samples:   # an older server: only an owed answer's silence counts
+            if self.owed_since is None:
+                return None
+            silence = now - max(self.owed_since, self.last_seen)
+            if silence <= self.lease_s:
+                return None
+            return self._lose(ServerLoss(
+                LossReason.LEASE_EXPIRED, now, self.instance_id,
+                detail=f'nothing of it for {silence:.2f} s after a request, beyond the '
+                       f'{self.lease_s:g} s presence lease (no chunk, no answer; it publishes '
+                       'no presence samples)'))
         silence = now - self.last_seen
         if silence <= self.lease_s:
             return None

@@ -42,8 +42,10 @@ which the core turns into a fault) is aborted with the executor's reason. The ar
 the pause until the first fresh target: that is ``hold_s``, the cost of the text work.
 """
 
+import ast
 from dataclasses import dataclass
 import enum
+import re
 
 QUESTION = 'question'
 SUBTASK = 'subtask'
@@ -60,6 +62,42 @@ class Phase(enum.Enum):
     RESUMING = 'resuming'
     MOVING = 'moving'       # steering: moving between rounds
     DONE = 'done'
+
+
+# What the query puts into the executor's status (ExecutorCore.pause and resume frame it:
+# 'holding for <reason> at t=...', 'resuming after <reason>: ...'), so a recording shows the
+# question and the answer at their moments (the demo's video reads them back).
+_ASKED = re.compile(r'holding for a (\w+) query \((.+)\) at t=-?[\d.]+: ')
+_ANSWERED = re.compile(r'resuming after the answer (.+): a fresh capture taken after t=')
+
+
+def pause_reason(kind: str, text: str) -> str:
+    """Return the pause's reason: the kind and the text (in the status while holding)."""
+    return f'a {kind} query ({text!r})'
+
+
+def answer_reason(answer: str) -> str:
+    """Return the resume's reason after an answer (in the status while resuming)."""
+    return f'the answer {answer!r}'
+
+
+def read_status(message: str):
+    """Return ('asked', kind, text) or ('answered', answer) from a status message, or None."""
+    match = _ASKED.search(message)
+    if match:
+        return 'asked', match.group(1), _literal(match.group(2))
+    match = _ANSWERED.search(message)
+    if match:
+        return 'answered', _literal(match.group(1))
+    return None
+
+
+def _literal(text: str) -> str:
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+    return value if isinstance(value, str) else text
 
 
 @dataclass(frozen=True)
@@ -85,10 +123,10 @@ def refusal(kind: str, text: str, *, offered, admitted: bool, state: str, server
         return 'no session admitted yet: the policy server has not admitted this executor'
     if busy:
         return 'another query is running: wait for it or cancel it'
+    if state not in MOVING_STATES:   # first: a fault after server loss names the fault
+        return f'the executor is {state}: a query needs it RUNNING or WAITING'
     if server_lost:
         return 'the policy server was lost: this session does not resume'
-    if state not in MOVING_STATES:
-        return f'the executor is {state}: a query needs it RUNNING or WAITING'
     if kind not in offered:
         what = ', '.join(offered) if offered else 'no text commands'
         return f'the served policy does not offer {kind!r} (it offers: {what})'
@@ -222,7 +260,7 @@ class Query:
     def _begin_round(self, now: float) -> list:
         self._hold_began = self._asked_at = now
         self.phase = Phase.ASKING
-        return [Pause(f'a {self.kind} query'),
+        return [Pause(pause_reason(self.kind, self.text)),
                 Feedback(Phase.PAUSED.value, self.rounds + 1),
                 Ask(self.kind, self.text, self.task, now),
                 Feedback(Phase.ASKING.value, self.rounds + 1)]
@@ -248,7 +286,7 @@ class Query:
                 if self.kind in (SUBTASK, STEERING):
                     self.task = answer
                     actions.append(SetTask(answer))
-            why = 'the answer' if not self.failure else 'a failed query'
+            why = answer_reason(self.answer) if not self.failure else 'a failed query'
         elif now - self._asked_at > self.settings.answer_timeout_s:
             self.failure = (f'no answer within the {self.settings.answer_timeout_s:g} s '
                             'query_answer_timeout_s')

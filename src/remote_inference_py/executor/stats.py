@@ -14,14 +14,15 @@
 
 """What the executor reports: its state and message, the events to log, and the counters.
 
-:class:`Status` owns the current state, its message and the events not yet taken (the core
-decides the transitions). :class:`Counters` owns what the status topic and the activity
-summary count (:class:`ExecutorStats`); the core adds to it and reads the rest (buffered
-playback, turnarounds) from its parts.
+:class:`State` lists the states; :class:`Status` owns the current one, its message and the
+events not yet taken (the core and the session decide the transitions). :class:`Counters`
+owns what the status topic and the activity summary count (:class:`ExecutorStats`); the core
+adds to it and reads the rest (buffered playback, turnarounds) from its parts.
 """
 
 from collections import deque
 from dataclasses import dataclass
+import enum
 
 RECENT_SEAMS = 50
 
@@ -63,6 +64,18 @@ class ExecutorStats:
     recent_seams: tuple
     max_seam: float
     requests_in_flight: int = 0
+
+
+class State(enum.IntEnum):
+    """Executor state; values equal the ExecutorStatus.msg STATE_* constants."""
+
+    IDLE = 0
+    READY = 1
+    RUNNING = 2
+    WAITING = 3
+    STOPPING = 4
+    STOPPED = 5
+    FAULT = 6
 
 
 class Counters:

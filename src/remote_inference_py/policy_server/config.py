@@ -19,9 +19,12 @@ Each field of :class:`ServerConfig` is one parameter of the node, declared once 
 :func:`~remote_inference_py.common.settings.setting` (type, default, unit, range or choices,
 description, live or not); the node's parameters and the README's table come from it. The
 core takes the config itself as its settings; what the runtime registry needs to load the
-policy comes from :meth:`ServerConfig.runtime_options`. The live settings
-(:data:`LIVE_FIELDS`: the two timeouts and the two injected delays) may change while
-serving; everything else is fixed at start-up.
+policy comes from :meth:`ServerConfig.runtime_options`. Nothing repeats a declaration:
+``RuntimeOptions`` takes its defaults from these fields and checks its values by them, and the
+flow sampler reads the ranges of its manifest keys from the four sampler parameters
+(``flow_steps``, ``rtc_execution_horizon``, ``rtc_prefix_schedule``,
+``rtc_max_guidance_weight``). The live settings (:data:`LIVE_FIELDS`: the two timeouts and
+the three injected delays) may change while serving; everything else is fixed at start-up.
 """
 
 import dataclasses
@@ -29,8 +32,6 @@ from typing import Dict, Optional, Tuple
 
 from remote_inference_py.common.settings import check_settings, live_names, setting
 from remote_inference_py.contract.admission import MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S
-from remote_inference_py.policy_server.runtimes import RuntimeOptions
-from remote_inference_py.policy_server.sampler import MAX_STEPS, PREFIX_SCHEDULES
 from remote_inference_py.policy_server.topics import IMAGE_TRANSPORTS, parse_feature_topics
 from remote_inference_py.robot.calibration import Calibration
 
@@ -121,13 +122,13 @@ class ServerConfig:
         'same.', unit='s', low=0.1, high=3600.0)
     flow_steps: int = setting(
         0, "Euler steps of a flow_matching policy's sampler; 0: the manifest's.", low=0,
-        high=MAX_STEPS)
+        high=1000)
     rtc_execution_horizon: int = setting(
         0, 'flow_matching: rows of the committed plan a new chunk is steered toward (at '
         "most the chunk length); 0: the manifest's.", low=0, high=100000)
     rtc_prefix_schedule: str = setting(
         '', 'flow_matching: how the steering fades from the frozen rows to the execution '
-        "horizon; empty: the manifest's.", choices=('',) + PREFIX_SCHEDULES)
+        "horizon; empty: the manifest's.", choices=('', 'linear', 'exp', 'ones', 'zeros'))
     rtc_max_guidance_weight: float = setting(
         0.0, "flow_matching: cap of the guidance weight; 0: the manifest's.", low=0.0,
         high=1000000.0)
@@ -145,6 +146,10 @@ class ServerConfig:
         0.0, 'Test/benchmark knob: keep the worker busy this much longer per forward pass (a '
         'slower model; counted as inference time); keep 0 in production.', unit='s',
         low=0.0, high=60.0, live=True)
+    extra_text_s: float = setting(
+        0.0, 'Test/benchmark knob: each text answer takes this much longer (a slower text '
+        'model; counted in generate_ms); keep 0 in production.', unit='s', low=0.0,
+        high=60.0, live=True)
 
     def __post_init__(self):
         """Check every declared setting, then what the ranges cannot."""
@@ -171,8 +176,10 @@ class ServerConfig:
         """Return ``feature_topics`` as ``{feature: topic}``; ValueError names a bad entry."""
         return parse_feature_topics(self.feature_topics)
 
-    def runtime_options(self, calibration: Optional[Calibration] = None) -> RuntimeOptions:
-        """Return what the runtime registry needs to load the policy."""
+    def runtime_options(self, calibration: Optional[Calibration] = None):
+        """Return what the runtime registry needs to load the policy (a RuntimeOptions)."""
+        # runtimes.py takes its defaults and checks from this class, so it imports this module.
+        from remote_inference_py.policy_server.runtimes import RuntimeOptions
         return RuntimeOptions(
             policy_type=self.policy_type, checkpoint=self.checkpoint, manifest=self.manifest,
             device=self.device, semantics=self.semantics, fps=self.fps,

@@ -54,6 +54,12 @@ request whose session this instance does not serve (never admitted here, release
 admitted for another robot), are marked ``session_refused``: retrying cannot change them.
 Ready requests of different sessions are batched into one forward pass, up to
 ``max_batch_size`` and what the runtime declares; the rest wait for the next pass.
+A request whose id its session sent recently (among the last :data:`RECENT_REQUEST_IDS`) is
+a repeat (the executor repeats its first
+request until something of the session comes back, ``executor/first_answer.py``): it is
+answered with the last published answer again when that answered it (the first copy of the
+answer may be what was lost), and not at all when its answer is still to come (counted as
+``repeated``).
 
 A request may carry the executor's committed plan (rtc merge, docs/design.md section 11). For a
 runtime that supports it (``supports_prefix``), :meth:`PolicyServerCore.prefix_for` shifts the
@@ -94,6 +100,8 @@ UNUSABLE_OBSERVATION = 'unusable observation'
 SUPERSEDED = 'superseded'
 DROPPED = 'dropped from a full queue'
 SESSION_RELEASED = 'session released'
+RECENT_REQUEST_IDS = 64
+"""Request ids remembered per session: one of them arriving again is a repeat."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,6 +240,10 @@ class PolicyServerCore:
         # it may queue (what it keeps in flight).
         self._pending: Dict[str, collections.deque] = {}
         self._queue_bound: Dict[str, int] = {}
+        # Per session: the ids of its recent requests, oldest first, and the last answer
+        # published (a repeated request is answered from it, see on_request).
+        self._recent_ids: Dict[str, collections.deque] = {}
+        self._last_answer: Dict[str, Answer] = {}
 
     def warm_preprocessing(self) -> None:
         """Convert one blank frame per image feature (imports Pillow before the first request)."""
@@ -271,6 +283,8 @@ class PolicyServerCore:
                     f'{SESSION_RELEASED}: session {session_id} was released before request '
                     f'{job.request.request_id} was served'), session_refused=True))
             self._queue_bound.pop(session_id, None)
+            self._recent_ids.pop(session_id, None)
+            self._last_answer.pop(session_id, None)
         if result.success:
             self._queue_bound[result.session_id] = max(1, min(
                 request.max_requests_in_flight, self.settings.max_requests_per_client))
@@ -353,6 +367,11 @@ class PolicyServerCore:
         if why is not None:
             self.stats.count('refused')
             return self._error(request, why, session_refused=True)
+        recent = self._recent_ids.setdefault(request.session_id,
+                                             collections.deque(maxlen=RECENT_REQUEST_IDS))
+        if request.request_id in recent:
+            return self._repeated(request)
+        recent.append(request.request_id)
         now = self.clock()
         queue = self._pending.setdefault(request.session_id, collections.deque())
         bound = self._queue_bound.get(request.session_id,
@@ -367,6 +386,25 @@ class PolicyServerCore:
         else:
             queue.append(job)
         return pushed_out
+
+    def _repeated(self, request: Request) -> Optional[Answer]:
+        """Answer a request whose id its session already sent (the client repeats it).
+
+        A client repeats its first request until something of its session comes back
+        (executor/first_answer.py): the request or its answer may have been lost while
+        discovery matched the two sides. If this request's answer is the last one published,
+        return it to publish again (its first copy may be what was lost); otherwise its answer
+        is still to come (queued or being served), or a newer one was published since (the
+        client has moved on): return None.
+        """
+        self.stats.count('repeated')
+        last = self._last_answer.get(request.session_id)
+        return last if last is not None and last.request_id == request.request_id else None
+
+    def answered(self, answer: Answer) -> None:
+        """Remember an answer as published: a repeat of its request gets it again."""
+        if answer.session_id in self._recent_ids:
+            self._last_answer[answer.session_id] = answer
 
     def _pushed_out(self, request: Request, bound: int, newer: Optional[int]) -> Answer:
         """Count a request pushed out of its session's full queue; return its error answer.
@@ -624,6 +662,8 @@ class PolicyServerCore:
                 f'{window["failed"]:.0f} failed, {window["refused"]:.0f} refused, '
                 f'{window["superseded"]:.0f} superseded, {window["batches"]:.0f} forward '
                 f'passes')
+        if window['repeated']:
+            text += f' ({window["repeated"]:.0f} of the requests repeats)'
         if window['served']:
             text += (f'; ms p50/max: queue {window["queue_wait_ms_p50"]:.1f}/'
                      f'{window["queue_wait_ms_max"]:.1f}, pre '

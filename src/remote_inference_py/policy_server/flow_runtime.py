@@ -69,11 +69,11 @@ SPLIT_TOLERANCE = 1e-4
 
 
 def overrides_from_options(options: RuntimeOptions) -> SamplerOverrides:
-    """Return the sampler parameters of ``options`` (checked; errors name the parameter)."""
+    """Return the sampler parameters of ``options`` (checked when the options were made)."""
     return SamplerOverrides(
         flow_steps=options.flow_steps, rtc_execution_horizon=options.rtc_execution_horizon,
         rtc_prefix_schedule=options.rtc_prefix_schedule,
-        rtc_max_guidance_weight=options.rtc_max_guidance_weight).check()
+        rtc_max_guidance_weight=options.rtc_max_guidance_weight)
 
 
 def episode_seed(noise_seed: int, seed: int) -> int:

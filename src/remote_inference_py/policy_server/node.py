@@ -86,10 +86,11 @@ beyond what the client keeps in flight (``max_requests_per_client`` at most) a n
 replaces the oldest one still waiting, which is answered at once with an error headed
 ``superseded`` (one in flight) or ``dropped from a full queue`` (counted as superseded).
 
-Two test and benchmark knobs, both 0 in production: ``extra_latency_s`` holds every answer
+Three test and benchmark knobs, all 0 in production: ``extra_latency_s`` holds every answer
 back that long after it is computed, without holding up serving (a slow link or a remote
-queue; answers still leave in order, :mod:`.delivery`), and ``extra_compute_s`` keeps each
-forward pass busy that much longer (a slower model, reported as inference time).
+queue; answers still leave in order, :mod:`.delivery`), ``extra_compute_s`` keeps each
+forward pass busy that much longer (a slower model, reported as inference time), and
+``extra_text_s`` makes each text answer that much slower (a slower text model).
 """
 
 import copy
@@ -175,7 +176,8 @@ class PolicyServerNode(Node):
         self.runtime, self.core, self.topics = loaded.runtime, loaded.core, loaded.topics
         self.text = loaded.text
         self.text_worker = TextWorker(self.text, self.scheduler_text_inputs,
-                                      self.config.observation_wait_s)
+                                      self.config.observation_wait_s,
+                                      extra_s=lambda: self.core.settings.extra_text_s)
         self.scheduler = Scheduler(
             self.core, self.publish_answer, inline=loaded.inline, rejected=self._rejected,
             log_error=lambda where, text: self.log_throttled('error', (where,), text))

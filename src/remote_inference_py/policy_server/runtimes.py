@@ -52,6 +52,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from remote_inference_py.common.settings import check_value, declared
+from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.manifest import PolicySpec
 from remote_inference_py.robot.calibration import Calibration
 
@@ -64,21 +66,38 @@ class RuntimeLoadError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class RuntimeOptions:
-    """Everything a runtime needs to load (mapped from the server's parameters)."""
+    """Everything a runtime needs to load: the server's parameters, checked as it declares them.
 
-    policy_type: str = 'auto'
-    checkpoint: str = ''
-    manifest: str = ''
-    device: str = 'cpu'
-    semantics: str = ''
-    fps: float = 0.0
+    Each field but ``calibration`` is the :class:`~.config.ServerConfig` setting of the same
+    name: its default is that setting's, and a value is checked against that setting's
+    declaration (type, range, choices) when the options are made, so a runtime receives
+    validated values and a bad one is a ValueError naming the parameter. The sampler
+    parameters of a ``flow_matching`` policy (``flow_steps`` and the three ``rtc_*``) keep the
+    manifest's value when 0 or empty (see :mod:`.sampler`).
+    """
+
+    policy_type: str = ServerConfig.policy_type
+    checkpoint: str = ServerConfig.checkpoint
+    manifest: str = ServerConfig.manifest
+    device: str = ServerConfig.device
+    semantics: str = ServerConfig.semantics
+    fps: float = ServerConfig.fps
     calibration: Optional[Calibration] = None
     demo_cameras: Tuple[str, ...] = ()
-    demo_image_size: Tuple[int, int] = (480, 640)
-    flow_steps: int = 0                  # sampler overrides of a flow_matching policy
-    rtc_execution_horizon: int = 0       # (0 or '': the manifest's; see .sampler)
-    rtc_prefix_schedule: str = ''
-    rtc_max_guidance_weight: float = 0.0
+    demo_image_size: Tuple[int, int] = ServerConfig.demo_image_size
+    flow_steps: int = ServerConfig.flow_steps
+    rtc_execution_horizon: int = ServerConfig.rtc_execution_horizon
+    rtc_prefix_schedule: str = ServerConfig.rtc_prefix_schedule
+    rtc_max_guidance_weight: float = ServerConfig.rtc_max_guidance_weight
+
+    def __post_init__(self):
+        """Check each field by the server setting of its name (ValueError names it)."""
+        specs = declared(ServerConfig)
+        for field in dataclasses.fields(self):
+            if field.name in specs:
+                value = check_value(specs[field.name], getattr(self, field.name))
+                object.__setattr__(self, field.name, value)
+        object.__setattr__(self, 'demo_cameras', self.demo_cameras or ())
 
 
 @dataclasses.dataclass(frozen=True)

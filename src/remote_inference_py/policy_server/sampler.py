@@ -27,8 +27,12 @@ A ``flow_matching`` policy's manifest carries a ``sampler`` section::
 Every key is optional (defaults: :class:`SamplerSettings`); an unknown key or a bad value is a
 :class:`~.manifest.ManifestError` naming ``sampler.<key>``. The policy server's parameters
 ``flow_steps``, ``rtc_execution_horizon``, ``rtc_prefix_schedule`` and
-``rtc_max_guidance_weight`` override them when set (0 or empty: the manifest's); a bad
-override is a ValueError naming the parameter.
+``rtc_max_guidance_weight`` override them when set (0 or empty: the manifest's). Those
+parameters are declared once, in ``policy_server/config.py``, and their declaration is the
+range of the manifest's keys too: the largest steps, horizon and guidance weight, and the
+schedules, are read from it here (a manifest needs at least 1 step and a weight above 0,
+where a parameter's 0 means "the manifest's"). A bad parameter is a ValueError naming it,
+raised by the server config or ``RuntimeOptions`` before any runtime sees it.
 
 How much each row of the committed plan pulls on the new chunk (:func:`prefix_weights`):
 the first ``frozen_steps`` rows (executed whatever the policy answers) weigh 1; from there
@@ -48,8 +52,16 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-PREFIX_SCHEDULES = ('linear', 'exp', 'ones', 'zeros')
-MAX_STEPS = 1000
+from remote_inference_py.common.settings import declared, REL_TOL
+from remote_inference_py.policy_server.config import ServerConfig
+
+_PARAMETERS = declared(ServerConfig)
+PREFIX_SCHEDULES = tuple(c for c in _PARAMETERS['rtc_prefix_schedule'].choices if c)
+"""The prefix schedules: the choices of the server's ``rtc_prefix_schedule`` but ''."""
+MAX_STEPS = _PARAMETERS['flow_steps'].high
+MAX_EXECUTION_HORIZON = _PARAMETERS['rtc_execution_horizon'].high
+MAX_GUIDANCE_WEIGHT = _PARAMETERS['rtc_max_guidance_weight'].high
+MAX_NOISE_SEED = 2 ** 63 - 1
 
 
 class SamplerError(ValueError):
@@ -73,8 +85,9 @@ class SamplerSettings:
         def name(field: str) -> str:
             return names.get(field, field)
 
-        for field, low, high in (('steps', 1, MAX_STEPS), ('execution_horizon', 0, 100000),
-                                 ('noise_seed', 0, 2 ** 63 - 1)):
+        for field, low, high in (('steps', 1, MAX_STEPS),
+                                 ('execution_horizon', 0, MAX_EXECUTION_HORIZON),
+                                 ('noise_seed', 0, MAX_NOISE_SEED)):
             value = getattr(self, field)
             if not _is_int(value) or not low <= value <= high:
                 raise SamplerError(f'{name(field)} must be an integer in [{low}, {high}], got '
@@ -84,9 +97,9 @@ class SamplerSettings:
                                f'expected one of {", ".join(PREFIX_SCHEDULES)}')
         weight = self.max_guidance_weight
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) \
-                or not math.isfinite(weight) or weight <= 0:
-            raise SamplerError(f'{name("max_guidance_weight")} must be a finite number > 0, '
-                               f'got {weight!r}')
+                or not 0 < weight <= MAX_GUIDANCE_WEIGHT * (1 + REL_TOL):
+            raise SamplerError(f'{name("max_guidance_weight")} must be a number in '
+                               f'(0, {MAX_GUIDANCE_WEIGHT}], got {weight!r}')
         return self
 
     def to_dict(self) -> dict:
@@ -118,34 +131,19 @@ def sampler_from_dict(data: Any) -> SamplerSettings:
 
 @dataclasses.dataclass(frozen=True)
 class SamplerOverrides:
-    """The policy server's sampler parameters; 0 or '' keep the manifest's value."""
+    """The policy server's sampler parameters; 0 or '' keep the manifest's value.
+
+    The values come checked by the server's declaration of these parameters (``ServerConfig``,
+    ``RuntimeOptions``), whose ranges are the manifest's: nothing is checked again here.
+    """
 
     flow_steps: int = 0
     rtc_execution_horizon: int = 0
     rtc_prefix_schedule: str = ''
     rtc_max_guidance_weight: float = 0.0
 
-    def check(self) -> 'SamplerOverrides':
-        """Raise SamplerError naming the parameter with a bad value."""
-        for name, high in (('flow_steps', MAX_STEPS), ('rtc_execution_horizon', 100000)):
-            value = getattr(self, name)
-            if not _is_int(value) or not 0 <= value <= high:
-                raise SamplerError(f"parameter '{name}' must be an integer in [0, {high}] "
-                                   f"(0: the manifest's), got {value!r}")
-        if self.rtc_prefix_schedule not in ('',) + PREFIX_SCHEDULES:
-            raise SamplerError(f"parameter 'rtc_prefix_schedule' is "
-                               f"{self.rtc_prefix_schedule!r}; expected '' (the manifest's) "
-                               f'or one of {", ".join(PREFIX_SCHEDULES)}')
-        weight = self.rtc_max_guidance_weight
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) \
-                or not math.isfinite(weight) or weight < 0:
-            raise SamplerError(f"parameter 'rtc_max_guidance_weight' must be a finite number "
-                               f">= 0 (0: the manifest's), got {weight!r}")
-        return self
-
     def apply(self, settings: SamplerSettings) -> SamplerSettings:
         """Return ``settings`` with the parameters that are set."""
-        self.check()
         changes = {}
         if self.flow_steps:
             changes['steps'] = self.flow_steps

@@ -38,7 +38,9 @@ scheduler owns
 
 Every request gets exactly one answer through ``publish``: a chunk, its refusal, the error of
 a request pushed out of its full queue (published when the newer request arrives), or the
-error of a request whose session admission released.
+error of a request whose session admission released. A repeat of a request (same session and
+id, see the core's ``on_request``) is no new request: it gets the published answer again, or
+nothing while that answer is still to come.
 """
 
 import threading
@@ -224,6 +226,8 @@ class Scheduler:
         try:
             with self._publish_lock:
                 self._publish(answer)
+            with self._cond:
+                self.core.answered(answer)   # a repeat of its request gets it again
         except Exception as error:  # noqa: B902 - the server keeps serving
             self._log_error('publish', f'publishing request {answer.request_id} failed: '
                                        f'{error!r}')

@@ -25,6 +25,8 @@ without text generation offers none), when its text is empty or longer than ``ma
 or when the session is unknown. Otherwise the worker waits up to ``observation_wait_s`` for an
 observation captured at or after the query's earliest capture stamp (as a request does), then
 calls the runtime's ``generate_text`` with the model inputs of that observation.
+``extra_s()`` (the server's ``extra_text_s``, a test and benchmark knob, 0 in production)
+makes each answer that much slower, as a slower text model would (counted in generate_ms).
 """
 
 import dataclasses
@@ -85,9 +87,11 @@ class TextWorker:
 
     def __init__(self, runtime: PolicyRuntime,
                  take_inputs: Callable[[str, str, int], Tuple[Optional[dict], int, str]],
-                 observation_wait_s: float, clock: Callable[[], float] = time.monotonic):
+                 observation_wait_s: float, clock: Callable[[], float] = time.monotonic,
+                 extra_s: Callable[[], float] = lambda: 0.0):
         """Answer with ``runtime``; ``take_inputs(robot, session, earliest_ns)`` selects."""
         self.runtime = runtime
+        self.extra_s = extra_s
         self.take_inputs = take_inputs
         self.observation_wait_s = observation_wait_s
         self.clock = clock
@@ -142,6 +146,9 @@ class TextWorker:
             answer = self.runtime.generate_text(job.kind, job.text, job.task, inputs)
         except Exception as error:  # noqa: B902 - a failing model must not stop the server
             return AskResult(False, f'text generation failed: {str(error).strip()[:300]}')
+        extra = self.extra_s()
+        if extra > 0:
+            self._stop.wait(extra)
         if not isinstance(answer, TextAnswer):
             answer = TextAnswer(str(answer))
         return AskResult(True, f'{job.kind} answered', answer.text, capture_ns,

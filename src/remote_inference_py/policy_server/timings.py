@@ -50,7 +50,7 @@ class RequestTimings:
 
 
 COUNTERS = ('requests', 'served', 'failed', 'refused', 'superseded', 'retried', 'batches',
-            'batched_requests', 'largest_batch')
+            'batched_requests', 'largest_batch', 'repeated')
 
 
 class ActivityStats:

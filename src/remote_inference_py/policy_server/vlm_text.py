@@ -17,13 +17,15 @@ r"""Text generation with a transformers vision-language model folder (the ``text
 The policy server's ``text_model`` parameter names a folder that ``transformers`` loads with
 ``AutoProcessor`` and ``AutoModelForImageTextToText`` (a SmolVLM folder: config, tokenizer,
 processors and weights; read offline, nothing is downloaded). :class:`VisionLanguageText`
-then answers the executor's ``question`` and ``subtask`` queries about the policy's first RGB
-camera, greedily, at most ``max_new_tokens`` tokens. ``steering`` is not offered: it needs a
-checkpoint trained to generate subtasks from a goal, which a general VLM is not.
+then answers the executor's ``question``, ``subtask`` and ``steering`` queries about the
+policy's first RGB camera, greedily, at most ``max_new_tokens`` tokens. A steering round is a
+subtask query (the executor repeats it and uses each answer as the task), so it gets the same
+prompt; how good the subtasks are depends on the checkpoint, as for ``subtask``.
 
 The prompt is SmolVLM's chat turn, ``<|im_start|>User:<image>{prompt}<end_of_utterance>
-\nAssistant:``, where the prompt is the question, or for a subtask ``What is the next step to
-{text}? The task so far: {task}.``. Whether the answers are useful depends on the weights.
+\nAssistant:``, where the prompt is the question, or for a subtask (and a steering round)
+``What is the next step to {text}? The task so far: {task}.``. Whether the answers are useful
+depends on the weights.
 """
 
 import pathlib
@@ -34,7 +36,7 @@ import numpy as np
 
 from remote_inference_py.policy_server.runtimes import RuntimeLoadError, TextAnswer
 
-COMMANDS = ('question', 'subtask')
+COMMANDS = ('question', 'subtask', 'steering')
 RGB_SUFFIX = '.rgb'     # text_inputs adds '<feature>.rgb': the frame in [0, 1], before normalizing
 
 
@@ -77,7 +79,7 @@ class VisionLanguageText:
 
     def prompt(self, kind: str, text: str, task: str) -> str:
         """Return the chat turn for a query."""
-        if kind == 'subtask':
+        if kind in ('subtask', 'steering'):
             ask = f'What is the next step to {text.strip()}? The task so far: {task.strip()}.'
         else:
             ask = text.strip()
