@@ -75,8 +75,8 @@ def test_parameters_override_only_what_they_set():
 def test_bad_parameters_are_named_by_the_server_config(changes, name):
     with pytest.raises(ValueError, match=f"parameter '{name}'"):
         ServerConfig(**changes)
-    assert ServerConfig().runtime_options().rtc_prefix_schedule == ''
-    options = ServerConfig(flow_steps=3, rtc_prefix_schedule='exp').runtime_options()
+    assert RuntimeOptions.from_config(ServerConfig()).rtc_prefix_schedule == ''
+    options = RuntimeOptions.from_config(ServerConfig(flow_steps=3, rtc_prefix_schedule='exp'))
     assert (options.flow_steps, options.rtc_prefix_schedule) == (3, 'exp')
 
 
@@ -90,7 +90,7 @@ def test_the_sampler_accepts_exactly_the_range_the_server_declares(parameter, ke
     """One declaration (ServerConfig) bounds the parameter, RuntimeOptions and the manifest."""
     high = declared(ServerConfig)[parameter].high
     # Just inside, at the declared bound: the server, the options, the sampler and a manifest.
-    options = ServerConfig(**{parameter: high}).runtime_options()
+    options = RuntimeOptions.from_config(ServerConfig(**{parameter: high}))
     assert getattr(options, parameter) == high
     overridden = SamplerOverrides(**{parameter: getattr(options, parameter)})
     assert getattr(overridden.apply(SamplerSettings()).check(), key) == high
@@ -128,7 +128,7 @@ def test_runtime_options_take_the_servers_defaults():
             expected = specs[field.name].default
             expected = tuple(expected) if isinstance(expected, list) else expected
             assert getattr(options, field.name) == expected, field.name
-    assert ServerConfig().runtime_options() == options
+    assert RuntimeOptions.from_config(ServerConfig()) == options
 
 
 def test_prefix_weights_per_schedule():

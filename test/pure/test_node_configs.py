@@ -28,7 +28,7 @@ from remote_inference_py.executor.config import NodeSettings
 from remote_inference_py.hardware.config import HardwareConfig
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.loading import load_policy
-from remote_inference_py.policy_server.runtimes import RuntimeLoadError
+from remote_inference_py.policy_server.runtimes import RuntimeLoadError, RuntimeOptions
 from remote_inference_py.policy_server.topics import (
     parse_feature_topics, resolve_topics, topic_name)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
@@ -109,7 +109,7 @@ def test_server_config_parts():
                           demo_cameras=['front'], observation_wait_s=0.5)
     assert config.topic_overrides() == {'x': 'a/b'}
     assert config.robot_namespaces == ('r1', 'r2') and config.observation_wait_s == 0.5
-    options = config.runtime_options()
+    options = RuntimeOptions.from_config(config)
     assert options.demo_cameras == ('front',) and options.demo_image_size == (480, 640)
 
 

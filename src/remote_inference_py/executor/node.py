@@ -521,7 +521,7 @@ class ExecutorNode(Node):
                     self.get_logger().info('motion started')
             out = self.core.tick(now)
             held_or_resumed = self.query is not None and self._step_query(now, out)
-        if out.request is not None:
+        if out.request is not None and not self.core.paused:   # a pause drained it at once
             self._send_request(out.request)
         self._repeat_first_request(now)
         if out.command is not None:

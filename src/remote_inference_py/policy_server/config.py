@@ -19,7 +19,7 @@ Each field of :class:`ServerConfig` is one parameter of the node, declared once 
 :func:`~remote_inference_py.common.settings.setting` (type, default, unit, range or choices,
 description, live or not); the node's parameters and the README's table come from it. The
 core takes the config itself as its settings; what the runtime registry needs to load the
-policy comes from :meth:`ServerConfig.runtime_options`. Nothing repeats a declaration:
+policy comes from :meth:`.runtimes.RuntimeOptions.from_config`. Nothing repeats a declaration:
 ``RuntimeOptions`` takes its defaults from these fields and checks its values by them, and the
 flow sampler reads the ranges of its manifest keys from the four sampler parameters
 (``flow_steps``, ``rtc_execution_horizon``, ``rtc_prefix_schedule``,
@@ -28,12 +28,11 @@ the three injected delays) may change while serving; everything else is fixed at
 """
 
 import dataclasses
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 from remote_inference_py.common.settings import check_settings, live_names, setting
 from remote_inference_py.contract.admission import MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S
 from remote_inference_py.policy_server.topics import IMAGE_TRANSPORTS, parse_feature_topics
-from remote_inference_py.robot.calibration import Calibration
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,19 +174,6 @@ class ServerConfig:
     def topic_overrides(self) -> Dict[str, str]:
         """Return ``feature_topics`` as ``{feature: topic}``; ValueError names a bad entry."""
         return parse_feature_topics(self.feature_topics)
-
-    def runtime_options(self, calibration: Optional[Calibration] = None):
-        """Return what the runtime registry needs to load the policy (a RuntimeOptions)."""
-        # runtimes.py takes its defaults and checks from this class, so it imports this module.
-        from remote_inference_py.policy_server.runtimes import RuntimeOptions
-        return RuntimeOptions(
-            policy_type=self.policy_type, checkpoint=self.checkpoint, manifest=self.manifest,
-            device=self.device, semantics=self.semantics, fps=self.fps,
-            calibration=calibration, demo_cameras=self.demo_cameras,
-            demo_image_size=tuple(self.demo_image_size), flow_steps=self.flow_steps,
-            rtc_execution_horizon=self.rtc_execution_horizon,
-            rtc_prefix_schedule=self.rtc_prefix_schedule,
-            rtc_max_guidance_weight=self.rtc_max_guidance_weight)
 
 
 LIVE_FIELDS = live_names(ServerConfig)

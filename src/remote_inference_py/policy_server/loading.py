@@ -209,7 +209,7 @@ def load_policy(config: ServerConfig, log: Callable[[str], None] = lambda text: 
     loaded is closed again then.
     """
     calibration = load_calibration(config.calibration_file)
-    options = config.runtime_options(calibration)
+    options = RuntimeOptions.from_config(config, calibration)
     log(f'loading the policy (policy_type={options.policy_type}, '
         f'checkpoint={options.checkpoint or "none"}, device={options.device})')
     started = time.perf_counter()

@@ -90,6 +90,16 @@ class RuntimeOptions:
     rtc_prefix_schedule: str = ServerConfig.rtc_prefix_schedule
     rtc_max_guidance_weight: float = ServerConfig.rtc_max_guidance_weight
 
+    @classmethod
+    def from_config(cls, config: ServerConfig,
+                    calibration: Optional[Calibration] = None) -> 'RuntimeOptions':
+        """Return the options of a server's `config` (the fields of the same names)."""
+        names = {field.name for field in dataclasses.fields(cls)} - {'calibration'}
+        values = {name: getattr(config, name) for name in names}
+        return cls(calibration=calibration, **{
+            name: tuple(value) if isinstance(value, list) else value
+            for name, value in values.items()})
+
     def __post_init__(self):
         """Check each field by the server setting of its name (ValueError names it)."""
         specs = declared(ServerConfig)

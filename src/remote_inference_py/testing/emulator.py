@@ -41,10 +41,10 @@ stdin, one reply line on stdout, ``ok [result]`` or ``error <message>``:
 - ``fault <id> <kind> [count]``: inject a fault on motor ``id``; ``kind`` is ``no_reply``
   (the motor executes instructions but its replies are lost), ``bad_checksum`` (replies carry
   a wrong checksum), ``short_reply`` (a well-formed reply without its parameters, as a late
-  reply to an earlier PING read in place of the answer), ``overload`` (the overload bit 0x20 is set in the status byte of replies
-  and in the ``Status`` register) or ``missing`` (the motor ignores everything, as if
-  unplugged). With ``count`` the fault affects that many packets, then clears itself;
-  without, it lasts until cleared.
+  reply to an earlier PING read in place of the answer), ``overload`` (the overload bit 0x20
+  is set in the status byte of replies and in the ``Status`` register) or ``missing`` (the
+  motor ignores everything, as if unplugged). With ``count`` the fault affects that many
+  packets, then clears itself; without, it lasts until cleared.
 - ``clear [id]``: clear the faults of one motor, or of all.
 - ``get <id> <register>``: read a register by name (decoded) or by address (one byte).
 - ``set <id> <register> <value>``: write a register; ``set <id> Present_Position <ticks>``
