@@ -13,14 +13,16 @@
 # limitations under the License.
 
 """
-Flow policy: CPU per chunk, plain and guided (real-time chunking), before and after the split.
+Flow policy: CPU per chunk, plain and guided (real-time chunking), three ways of sampling.
 
-Before: the sampler integrates ``model.pt2`` (image encoder + velocity head) at every Euler
-step, and a guided step pulls the plan's error back through all of it. After: the export's
-``split`` (``model.encoder.pt2`` + ``model.head.pt2``), the image encoded once per chunk and
-only the head run (and differentiated) per step. Both load the same export through
-``FlowMatchingRuntime.load`` (``use_split`` False / True) and sample the same chunks: the
-table gives the largest difference between them for the same seed.
+``whole``: the sampler integrates ``model.pt2`` (image encoder + velocity head) at every Euler
+step, op by op, and a guided step pulls the plan's error back through all of it with autograd
+(the first version). ``split``: the export's ``split`` (``model.encoder.pt2`` +
+``model.head.pt2``), the image encoded once per chunk and only the head run (and
+differentiated) per step, still op by op. ``traced`` (the default now): the split, each Euler
+step one traced graph (the guided one with its vector-Jacobian product inside). All three load
+the same export through ``FlowMatchingRuntime.load`` (``use_split``, ``trace``) and sample the
+same chunks: the table gives the largest difference to ``whole`` for the same seed.
 
 The policy is ``--policy DIR/model.pt2`` (a trained export with a split), or by default the
 shipped architecture (:func:`remote_inference_py.evaluation.flow.make_flow_model` with the
@@ -59,15 +61,21 @@ def make_policy(folder: pathlib.Path, steps: int, hidden: int) -> pathlib.Path:
     return flow.export_flow(model, (96, 96), mean, std, folder, SamplerSettings(steps=steps))
 
 
+VARIANTS = {'whole': (False, False), 'split': (True, False), 'traced': (True, True)}
+"""Variant: (use_split, trace)."""
+
+
 def measure(path: pathlib.Path, rounds: int, frozen: int):
     """Return {(variant, guided): (cpu ms list, wall ms list)} and the chunk differences."""
     runtimes = {
         variant: FlowMatchingRuntime.load(RuntimeOptions(checkpoint=str(path)),
-                                          use_split=(variant == 'after'))
-        for variant in ('before', 'after')}
-    if runtimes['after'].encoder is None:
+                                          use_split=split, trace=trace)
+        for variant, (split, trace) in VARIANTS.items()}
+    if runtimes['split'].encoder is None:
         raise SystemExit(f'{path} has no split section in its manifest; re-export it')
-    spec = runtimes['after'].spec
+    if runtimes['traced'].steps is None:
+        raise SystemExit(f'the steps of {path} were not traced: {runtimes["traced"].trace_error}')
+    spec = runtimes['split'].spec
     rng = np.random.default_rng(0)
     values = zero_inputs(spec, 1)
     for name, value in values.items():
@@ -90,9 +98,9 @@ def measure(path: pathlib.Path, rounds: int, frozen: int):
                 times[variant, guided][0].append((time.process_time() - cpu) * 1e3)
                 times[variant, guided][1].append((time.perf_counter() - wall) * 1e3)
                 chunks[variant, guided, index] = chunk
-    difference = {g: max(float(np.abs(chunks['after', g, i] - chunks['before', g, i]).max())
-                         for i in range(rounds)) for g in (False, True)}
-    return times, difference, runtimes['after'].sampler
+    difference = {(v, g): max(float(np.abs(chunks[v, g, i] - chunks['whole', g, i]).max())
+                              for i in range(rounds)) for v in runtimes for g in (False, True)}
+    return times, difference, runtimes['traced'].sampler
 
 
 def main(argv=None):
@@ -120,25 +128,27 @@ def main(argv=None):
                                 'weights')
     lines = [f'Policy: {policy}; {sampler.steps} Euler steps, a plan with {options.frozen} '
              f'frozen rows, execution horizon {sampler.execution_horizon}; {options.rounds} '
-             f'chunks per variant, torch on {options.threads} thread(s).', '',
-             '| chunk | before: CPU [ms] | after: CPU [ms] | CPU before / after | '
-             'before: wall [ms] | after: wall [ms] | max chunk difference |',
+             f'chunks per variant, torch on {options.threads} thread(s). Median CPU [ms] per '
+             'chunk (wall in brackets).', '',
+             '| chunk | whole | split | traced | whole / traced | split / traced | '
+             'max chunk difference to whole |',
              '|---|---:|---:|---:|---:|---:|---:|']
+    median = {key: (np.median(cpu), np.median(wall)) for key, (cpu, wall) in times.items()}
     for guided in (False, True):
-        before = np.median(times['before', guided][0]), np.median(times['before', guided][1])
-        after = np.median(times['after', guided][0]), np.median(times['after', guided][1])
-        lines.append(f'| {"guided (rtc)" if guided else "plain"} | {before[0]:.1f} | '
-                     f'{after[0]:.1f} | {before[0] / after[0]:.1f}x | {before[1]:.1f} | '
-                     f'{after[1]:.1f} | {difference[guided]:.1e} |')
-    guided_after = np.median(times['after', True][0])
-    plain_before = np.median(times['before', False][0])
-    lines += ['', f'Guided after the split costs {guided_after / plain_before:.2f}x an '
-              f'unguided chunk before it.']
+        whole, split, traced = (median[v, guided] for v in VARIANTS)
+        lines.append(f'| {"guided (rtc)" if guided else "plain"} | {whole[0]:.1f} '
+                     f'({whole[1]:.0f}) | {split[0]:.1f} ({split[1]:.0f}) | {traced[0]:.1f} '
+                     f'({traced[1]:.0f}) | {whole[0] / traced[0]:.1f}x | '
+                     f'{split[0] / traced[0]:.1f}x | '
+                     f'{max(difference[v, guided] for v in VARIANTS):.1e} |')
+    ratio = median['traced', True][0] / median['whole', False][0]
+    lines += ['', f'A guided chunk traced costs {ratio:.2f}x '
+              'an unguided chunk of the first version.']
     text = '\n'.join(lines)
     print(text)
     command = sys.argv[1:] if argv is None else argv
     (smoke.results_dir(options) / 'flow_guidance.md').write_text(
-        f'# Flow policy: guided sampling cost, before and after the encoder/head split\n\n'
+        f'# Flow policy: guided sampling cost, whole, split and traced\n\n'
         f'{time.strftime("%Y-%m-%d")}, {os.cpu_count()} cores; '
         f'`./run bench flow_guidance {" ".join(command)}`\n\n{text}\n')
 

@@ -24,6 +24,7 @@ rows and leaves the rows past the execution horizon exactly as unguided.
 import dataclasses
 import json
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -33,7 +34,7 @@ from remote_inference_py.evaluation import flow
 from remote_inference_py.evaluation.learned import IMAGE_FEATURE
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import PolicyServerCore, Request
-from remote_inference_py.policy_server.flow_runtime import FlowMatchingRuntime
+from remote_inference_py.policy_server.flow_runtime import FlowMatchingRuntime, StepGraphs
 from remote_inference_py.policy_server.images import RawImage
 from remote_inference_py.policy_server.loading import load_runtime
 from remote_inference_py.policy_server.manifest import spec_from_dict
@@ -337,10 +338,17 @@ def test_the_split_encodes_once_per_chunk_and_samples_the_same_chunks(split_expo
     path = split_exports[0]
     manifest = json.loads(path.with_suffix('.json').read_text())
     assert manifest['split'] == {'encoder': 'model.encoder.pt2', 'head': 'model.head.pt2'}
-    whole = FlowMatchingRuntime.load(RuntimeOptions(checkpoint=str(path)), use_split=False)
+    options = RuntimeOptions(checkpoint=str(path))
+    # Before: model.pt2 at every step, op by op; the split op by op; the split traced.
+    whole = FlowMatchingRuntime.load(options, use_split=False, trace=False)
+    untraced = FlowMatchingRuntime.load(options, trace=False)
     split = load(path)
     assert whole.encoder is None and split.encoder is not None
-    split.encoder, split.head = Counting(split.encoder), Counting(split.head)
+    assert whole.steps is None and untraced.steps is None
+    assert split.steps is not None and split.trace_error == ''
+    untraced.encoder, untraced.head = Counting(untraced.encoder), Counting(untraced.head)
+    split.encoder, split.steps.field = Counting(split.encoder), Counting(split.steps.field)
+    split.steps.velocity = Counting(split.steps.velocity)
     rng = np.random.default_rng(3)
     values = zero_inputs(split.spec, 2)
     values[IMAGE_FEATURE][:] = rng.integers(0, 256, values[IMAGE_FEATURE].shape)
@@ -348,13 +356,20 @@ def test_the_split_encodes_once_per_chunk_and_samples_the_same_chunks(split_expo
     plan = rng.normal(0.0, 1.0, (STEPS, JOINTS)).astype(np.float32)
     for prefixes in (None, [Prefix(plan, 5), None], [Prefix(plan, 0), Prefix(plan[:12], 3)]):
         chunks = []
-        for runtime in (whole, split):
+        for runtime in (whole, untraced, split):
             runtime.reset(7)
             chunks.append(runtime.infer(values, ['', ''], prefixes))
         np.testing.assert_allclose(chunks[1], chunks[0], rtol=0, atol=1e-5)
+        np.testing.assert_allclose(chunks[2], chunks[0], rtol=0, atol=1e-5)
         assert np.abs(chunks[0]).max() > 0.1   # a chunk, not zeros
     # Three chunks (batch of 2): the image encoded once per chunk, the head at every step.
-    assert (split.encoder.calls, split.head.calls) == (3, 3 * 6)
+    assert (untraced.encoder.calls, untraced.head.calls) == (3, 3 * 6)
+    # Traced: a graph call per step; the head module itself ran only to trace the two new
+    # shapes (plain and guided at batch 2; batch 1 was traced at load).
+    assert (split.encoder.calls, split.steps.velocity.calls) == (3, 3 * 6)
+    assert split.steps.field.calls == 2
+    assert sorted((key[0], key[1][0]) for key in split.steps.graphs) == [
+        ('guided', 1), ('guided', 2), ('plain', 1), ('plain', 2)]
     # Guidance reaches through the head alone: a guided chunk differs from a plain one.
     split.reset(7)
     guided = split.infer(values, ['', ''], [Prefix(plan, 5), None])
@@ -362,6 +377,35 @@ def test_the_split_encodes_once_per_chunk_and_samples_the_same_chunks(split_expo
     plain = split.infer(values, ['', ''])
     assert np.abs(guided - plain)[0, :5].mean() > 1e-3
     np.testing.assert_array_equal(guided[1], plain[1])
+
+
+def test_a_field_that_traces_differently_or_not_at_all_is_sampled_untraced(split_exports):
+    runtime = load(split_exports[0])
+    head = runtime.head
+    probe = runtime._probe()
+
+    class Drifting(torch.nn.Module):
+        """The head times a factor that grows by ``step`` at every call (state tracing bakes)."""
+
+        def __init__(self, step):
+            super().__init__()
+            self.calls, self.step = 0, step
+
+        def forward(self, *args):
+            self.calls += 1
+            return head(*args) * (1.0 + self.calls * self.step)
+
+    def untraceable(x_t, t, *encoding):
+        return head(x_t, t, *encoding) + float(x_t.sum())   # a Python number from the data
+
+    steps, reason = StepGraphs.checked(untraceable, probe)
+    assert steps is None and reason.startswith('the velocity field cannot be traced: ')
+    steps, reason = StepGraphs.checked(Drifting(0.05), probe)
+    assert steps is None
+    assert re.fullmatch(r'the traced plain step differs from the velocity field by \S+ > '
+                        r'0\.0001', reason), reason
+    steps, reason = StepGraphs.checked(Drifting(0.0), probe)
+    assert steps is not None and reason == ''
 
 
 def test_a_bad_split_is_refused_naming_the_file(tmp_path, split_exports):

@@ -41,7 +41,7 @@ is a velocity field in normalized action units, as the sampler expects, and
 predicted clean chunk to the demonstrated one (the same target and loss as the CNN, so the
 sampler's last Euler step lands on a regression-quality chunk), with several noise draws per
 image sharing one encoder pass; random image shifts of +-3 pixels, Adam, cosine schedule,
-on 2 CPU threads.
+on 2 CPU threads (``--threads``).
 
 **Export** (:func:`export_flow`): ``model.pt2`` (torch.export, dynamic batch up to
 ``max_batch_size``) and ``model.json``: :func:`.learned.learned_spec_dict`'s manifest with
@@ -349,6 +349,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help='noise samples per frame and step')
     parser.add_argument('--hidden', type=int, default=FlowTrainSettings.hidden,
                         help="width of the velocity head's hidden layers")
+    parser.add_argument('--threads', type=int, default=FlowTrainSettings.threads,
+                        help='torch threads for training (1 on a host busy with other work)')
     parser.add_argument('--steps', type=int, default=SamplerSettings.steps,
                         help='Euler steps of the sampler (manifest sampler.steps)')
     parser.add_argument('--execution-horizon', type=int,
@@ -361,7 +363,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     model, image_size, (mean, std), history = train_flow(
         pathlib.Path(args.dataset),
         FlowTrainSettings(epochs=args.epochs, learning_rate=args.learning_rate,
-                          noise_draws=args.noise_draws, hidden=args.hidden),
+                          noise_draws=args.noise_draws, hidden=args.hidden,
+                          threads=args.threads),
         max_samples=args.max_samples or None, init=pathlib.Path(args.init) if args.init else None,
         encoder_from=pathlib.Path(args.encoder_from) if args.encoder_from else None)
     seconds = time.perf_counter() - began
@@ -369,7 +372,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     write_training_record(out, epochs=args.epochs, loss=history, seconds=seconds,
                           dataset=str(args.dataset), init=args.init,
                           encoder_from=args.encoder_from, learning_rate=args.learning_rate,
-                          hidden=args.hidden, noise_draws=args.noise_draws)
+                          hidden=args.hidden, noise_draws=args.noise_draws,
+                          threads=args.threads)
     print(f'trained in {seconds:.0f} s (final loss {history[-1]:.4f}); exported {path} and '
           f'{path.with_suffix(".json")}; evaluate it with: evaluate --policy {path}')
     return 0

@@ -371,6 +371,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument('--first-seed', type=int, default=1000)
     parser.add_argument('--noise', type=float, default=0.01,
                         help='command noise of the noisy half of the episodes [rad]')
+    parser.add_argument('--threads', type=int, default=TrainSettings.threads,
+                        help='torch threads for training (1 on a host busy with other work)')
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out)
     dataset = out / DATASET_FILE
@@ -382,9 +384,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f'episodes in {time.perf_counter() - began:.0f} s: {dataset}', flush=True)
     if args.step in ('all', 'train'):
         began = time.perf_counter()
-        model, image_size, history = train(dataset, TrainSettings(epochs=args.epochs))
+        model, image_size, history = train(
+            dataset, TrainSettings(epochs=args.epochs, threads=args.threads))
         path = export(model, image_size, out)
-        write_training_record(out, epochs=args.epochs, loss=history,
+        write_training_record(out, epochs=args.epochs, loss=history, threads=args.threads,
                               seconds=time.perf_counter() - began)
         print(f'trained in {time.perf_counter() - began:.0f} s; exported {path} and '
               f'{path.with_suffix(".json")}; evaluate it with: evaluate --policy {path}')

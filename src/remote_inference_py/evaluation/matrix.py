@@ -43,6 +43,10 @@ def run_matrix(policy: PolicyChoice, configurations: Sequence[Configuration],
                ) -> List[EpisodeResult]:
     """Run every configuration on every seed; return the results in run order.
 
+    Seed by seed: every configuration runs a seed before the next seed starts, so the results
+    of a run stopped early (``results.jsonl``) still pair every configuration on the seeds
+    done.
+
     With the simulated-time runner, the episodes of ``trace_seeds`` are traced
     (:mod:`.trace`) and their traces written to ``trace_dir``.
     """
@@ -58,8 +62,8 @@ def run_matrix(policy: PolicyChoice, configurations: Sequence[Configuration],
         runtime = policy.make_runtime(settings.node('policy_server'))
         renderers: dict = {}
         try:
-            for configuration in configurations:
-                for seed in seeds:
+            for seed in seeds:
+                for configuration in configurations:
                     trace = None
                     if seed in trace_seeds:
                         trace = EpisodeTrace(configuration.mode, configuration.latency_s, seed)
@@ -77,8 +81,8 @@ def run_matrix(policy: PolicyChoice, configurations: Sequence[Configuration],
     from remote_inference_py.evaluation.realtime import RealTimeRunner
     real = RealTimeRunner(settings, policy, task, log_dir or pathlib.Path('runs/evaluation/logs'))
     try:
-        for configuration in configurations:
-            for seed in seeds:
+        for seed in seeds:
+            for configuration in configurations:
                 result = real.run_episode(configuration, seed)
                 results.append(result)
                 progress(result)

@@ -43,6 +43,17 @@ head at every step; the chunks are the same as with ``model.pt2`` alone (checked
 probe input: :func:`load_split`). Without the section, ``model.pt2`` runs at every step as
 before.
 
+Traced steps (the default): the Euler step runs as one traced graph instead of the exported
+module op by op. At load, and then once per batch size, :class:`StepGraphs` traces the plain
+step (``v = field(x_t, t, *inputs)``) and the guided step (the velocity and its
+vector-Jacobian product, ``torch.func.vjp`` under ``make_fx``: forward and backward in one
+graph, no autograd engine at run time) and hands each to ``torch.jit.trace``, so an Euler step
+costs one call into TorchScript's C++ interpreter, not ~35 Python-dispatched operations plus an
+autograd pass. Both are checked at load on a probe input against the untraced step (within
+``TRACE_TOLERANCE``); a field that cannot be traced, or is traced differently, is sampled
+untraced (:attr:`FlowMatchingRuntime.trace_error` says why). ``trace=False`` samples untraced
+(the benchmark's "before").
+
 Determinism: the same inputs, plans and generator state give the same chunk. The evaluation
 calls :meth:`~FlowMatchingRuntime.reset` with each episode's seed before the episode, so an
 episode does not depend on the ones run before it; a server process never resets, its noise
@@ -66,6 +77,8 @@ from remote_inference_py.policy_server.torch_runtime import checkpoint_paths, lo
 
 SPLIT_TOLERANCE = 1e-4
 """Largest difference between the split and the whole velocity field at load [action units]."""
+TRACE_TOLERANCE = 1e-4
+"""Largest difference between a traced and an untraced step at load [action units]."""
 
 
 def overrides_from_options(options: RuntimeOptions) -> SamplerOverrides:
@@ -89,7 +102,7 @@ class FlowMatchingRuntime(PolicyRuntime):
     supports_prefix = True
 
     def __init__(self, spec: PolicySpec, model, device, source: str,
-                 sampler: SamplerSettings, split=None):
+                 sampler: SamplerSettings, split=None, trace: bool = True):
         """Wrap a loaded velocity field (and its (encoder, head) split); use :meth:`load`."""
         super().__init__(spec, str(device), source)
         import torch
@@ -101,14 +114,38 @@ class FlowMatchingRuntime(PolicyRuntime):
         self.actions = len(spec.action_names)
         self.generator = torch.Generator(device='cpu')
         self.generator.manual_seed(int(sampler.noise_seed))
+        for module in (model, self.encoder, self.head):
+            # Guidance differentiates with respect to the chunk only.
+            for parameter in (module.parameters() if module is not None else ()):
+                parameter.requires_grad_(False)
+        self.steps: Optional[StepGraphs] = None
+        self.trace_error = ''
+        if trace:
+            self.steps, self.trace_error = StepGraphs.checked(
+                self.head if self.encoder is not None else model, self._probe())
+
+    def _probe(self):
+        """Return (x_t, t, features) for the field the sampler integrates, batch 1."""
+        import torch
+        from remote_inference_py.policy_server.runtimes import zero_inputs
+        features = [torch.from_numpy(v).to(self.torch_device)
+                    for v in zero_inputs(self.spec, 1).values()]
+        if self.encoder is not None:
+            features = encode(self.encoder, features)
+        generator = torch.Generator(device='cpu').manual_seed(0)
+        x_t = torch.randn((1, self.spec.chunk_length, self.actions), generator=generator)
+        return x_t.to(self.torch_device), features
 
     @classmethod
-    def load(cls, options: RuntimeOptions, use_split: bool = True) -> 'FlowMatchingRuntime':
+    def load(cls, options: RuntimeOptions, use_split: bool = True,
+             trace: bool = True) -> 'FlowMatchingRuntime':
         """Load ``model.pt2`` and its manifest, apply the sampler parameters; check both.
 
         With ``use_split`` (the default) and a manifest ``split`` section, the encoder and
         head files are loaded too and checked against ``model.pt2``; ``use_split=False``
-        samples with ``model.pt2`` alone (the benchmark's "before").
+        samples with ``model.pt2`` alone. ``trace`` (the default) runs each Euler step as a
+        traced graph (module docstring); ``use_split=False, trace=False`` is the benchmark's
+        "before".
         """
         overrides = overrides_from_options(options)
         path, manifest = checkpoint_paths(options, 'model.pt2')
@@ -136,7 +173,7 @@ class FlowMatchingRuntime(PolicyRuntime):
             raise RuntimeLoadError(f'cannot load {FLOW_MATCHING} checkpoint {str(path)!r}: '
                                    f'{first_line(error)}') from None
         split = load_split(manifest, spec, model, device) if use_split else None
-        return cls(spec, model, device, str(path), sampler, split)
+        return cls(spec, model, device, str(path), sampler, split, trace)
 
     def reset(self, seed: int) -> None:
         """Reseed the sampling noise for an episode (from ``noise_seed`` and ``seed``)."""
@@ -157,7 +194,7 @@ class FlowMatchingRuntime(PolicyRuntime):
             # The image is encoded once per chunk; only the head runs at every Euler step.
             field, features = self.head, encode(self.encoder, features)
         chunk = sample(field, noise.to(self.torch_device), features, self.sampler,
-                       targets, weights)
+                       targets, weights, self.steps)
         return chunk.detach().to('cpu').numpy()
 
     def _guidance(self, prefixes: Optional[Sequence[Optional[Prefix]]], batch: int):
@@ -192,7 +229,7 @@ class FlowMatchingRuntime(PolicyRuntime):
 
     def close(self) -> None:
         """Drop the model."""
-        self.model = self.encoder = self.head = None
+        self.model = self.encoder = self.head = self.steps = None
 
 
 def read_sampler(manifest: pathlib.Path) -> SamplerSettings:
@@ -266,12 +303,13 @@ def load_split(manifest: pathlib.Path, spec: PolicySpec, model, device):
     return encoder, head
 
 
-def sample(model, noise, features, sampler: SamplerSettings, targets=None, weights=None):
+def sample(model, noise, features, sampler: SamplerSettings, targets=None, weights=None,
+           steps: Optional['StepGraphs'] = None):
     """Integrate the velocity field from ``noise`` with Euler steps; guide when ``targets``.
 
     ``targets`` ``[batch, steps, actions]`` and ``weights`` ``[batch, steps, 1]`` are the
     committed plan and its row weights (zero weights: a row is not guided); see the module
-    docstring.
+    docstring. ``steps``: the traced steps of ``model`` (None: run ``model`` untraced).
     """
     import torch
     x = noise
@@ -281,17 +319,117 @@ def sample(model, noise, features, sampler: SamplerSettings, targets=None, weigh
     for index in range(count):
         t = index * dt
         t_batch = torch.full((batch,), t, dtype=x.dtype, device=x.device)
-        if targets is None:
-            with torch.no_grad():
-                velocity = model(x, t_batch, *features)
+        weight = None if targets is None else guidance_weight(t, sampler.max_guidance_weight)
+        if steps is not None:
+            velocity = steps.velocity(x, t_batch, features, t, weight, targets, weights)
         else:
-            with torch.enable_grad():
-                x_in = x.detach().requires_grad_(True)
-                velocity = model(x_in, t_batch, *features)
-                predicted = x_in + (1.0 - t) * velocity
-                error = weights * (targets - predicted)
-                correction, = torch.autograd.grad(predicted, x_in, error)
-            velocity = velocity.detach() + guidance_weight(
-                t, sampler.max_guidance_weight) * correction
+            velocity = untraced_velocity(model, x, t_batch, features, t, weight, targets,
+                                         weights)
         x = x.detach() + dt * velocity
     return x
+
+
+def untraced_velocity(field, x, t_batch, features, t: float, weight, targets, weights):
+    """Return one Euler step's velocity, run op by op (guided when ``targets``)."""
+    import torch
+    if targets is None:
+        with torch.no_grad():
+            return field(x, t_batch, *features)
+    with torch.enable_grad():
+        x_in = x.detach().requires_grad_(True)
+        velocity = field(x_in, t_batch, *features)
+        predicted = x_in + (1.0 - t) * velocity
+        error = weights * (targets - predicted)
+        correction, = torch.autograd.grad(predicted, x_in, error)
+    return velocity.detach() + weight * correction
+
+
+def plain_step(field, x_t, t, *features):
+    """Return the velocity ``field(x_t, t, *features)`` (the function traced for plain steps)."""
+    return field(x_t, t, *features)
+
+
+def guided_step(field, x_t, t, remaining, weight, targets, weights, *features):
+    """Return the guided velocity ``v + weight * J^T (weights * (targets - x_t - remaining v))``.
+
+    ``J`` is the Jacobian of the predicted chunk ``x_t + remaining * v`` with respect to
+    ``x_t``; ``remaining`` (``1 - t``) and ``weight`` are 0-d tensors. The same arithmetic as
+    :func:`untraced_velocity`, written with ``torch.func.vjp`` so that ``make_fx``
+    records forward and backward as one graph.
+    """
+    import torch
+
+    def predict(x_in):
+        velocity = field(x_in, t, *features)
+        return x_in + remaining * velocity, velocity
+
+    predicted, pull_back, velocity = torch.func.vjp(predict, x_t, has_aux=True)
+    correction, = pull_back(weights * (targets - predicted))
+    return velocity + weight * correction
+
+
+class StepGraphs:
+    """A velocity field's plain and guided Euler steps as traced graphs, per input shapes."""
+
+    def __init__(self, field):
+        """Trace ``field`` lazily, once per kind of step and input shapes."""
+        self.field = field
+        self.graphs = {}
+
+    @classmethod
+    def checked(cls, field, probe):
+        """Return (StepGraphs, '') if both steps trace equal to ``field`` on ``probe``.
+
+        Otherwise (None, the reason): the sampler then runs ``field`` untraced.
+        """
+        import torch
+        x_t, features = probe
+        steps = cls(field)
+        shape = x_t.shape
+        targets = torch.linspace(-1.0, 1.0, x_t.numel(), dtype=x_t.dtype).reshape(shape)
+        weights = torch.linspace(1.0, 0.0, shape[1], dtype=x_t.dtype).reshape(1, -1, 1)
+        t, weight = 0.3, 2.5
+        t_batch = torch.full((shape[0],), t, dtype=x_t.dtype, device=x_t.device)
+        try:
+            got = [steps.velocity(x_t, t_batch, features, t, None, None, None),
+                   steps.velocity(x_t, t_batch, features, t, weight, targets, weights)]
+        except Exception as error:  # noqa: B902 - tracing raises many types
+            return None, f'the velocity field cannot be traced: {first_line(error)}'
+        expected = [untraced_velocity(field, x_t, t_batch, features, t, None, None, None),
+                    untraced_velocity(field, x_t, t_batch, features, t, weight, targets,
+                                      weights)]
+        for kind, value, reference in zip(('plain', 'guided'), got, expected):
+            difference = float((value - reference).abs().max())
+            if not difference <= TRACE_TOLERANCE:
+                return None, (f'the traced {kind} step differs from the velocity field by '
+                              f'{difference:.3g} > {TRACE_TOLERANCE}')
+        return steps, ''
+
+    def velocity(self, x_t, t_batch, features, t: float, weight, targets, weights):
+        """Return the step's velocity: plain when ``targets`` is None, else guided."""
+        import torch
+        if targets is None:
+            arguments = (x_t, t_batch, *features)
+            kind, function = 'plain', plain_step
+        else:
+            scalars = [torch.tensor(v, dtype=x_t.dtype, device=x_t.device)
+                       for v in (1.0 - t, weight)]
+            arguments = (x_t, t_batch, *scalars, targets, weights, *features)
+            kind, function = 'guided', guided_step
+        key = (kind,) + tuple(tuple(a.shape) for a in arguments)
+        graph = self.graphs.get(key)
+        if graph is None:
+            graph = self.graphs[key] = self.trace(function, arguments)
+        with torch.no_grad():
+            return graph(*arguments)
+
+    def trace(self, function, arguments):
+        """Return ``function(self.field, *arguments)`` traced for these shapes."""
+        import functools
+        import warnings
+        import torch
+        from torch.fx.experimental.proxy_tensor import make_fx
+        graph = make_fx(functools.partial(function, self.field))(*arguments)
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter('ignore')
+            return torch.jit.trace(graph, arguments, check_trace=False)
