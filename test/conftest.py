@@ -117,20 +117,26 @@ def ros(ros_context, request):
     node.destroy_node()
 
 
+# A test (set-up and teardown included) still running after this long is stuck: its worker
+# prints every thread's stack and exits, so pytest-xdist reports that test as crashed and goes
+# on with a new worker instead of the whole run waiting for the CI time limit. The longest
+# test, the colcon build, takes about 3 minutes on a loaded 2-core machine.
+STUCK_TEST_S = 900.0
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """
-    With RI_TEST_COST_LOG=FILE, append each test's wall time and CPU time to FILE.
+    Bound each test on a pytest-xdist worker (STUCK_TEST_S); log its cost on request.
 
-    CPU counts the test process and every process it started and reaped (node processes,
-    benchmarks), set-up and teardown included: the suite's budget is 2 cores, so CPU is what
-    two workers share, and a test's wall time on a loaded machine says little.
+    With RI_TEST_COST_LOG=FILE, append each test's wall time and CPU time to FILE. CPU counts
+    the test process and every process it started and reaped (node processes, benchmarks),
+    set-up and teardown included: the suite's budget is 2 cores, so CPU is what two workers
+    share, and a test's wall time on a loaded machine says little.
     """
-    path = os.environ.get('RI_TEST_COST_LOG')
-    if not path:
-        yield
-        return
+    import faulthandler
     import resource
+    import sys
     import time
 
     def cpu():
@@ -138,10 +144,19 @@ def pytest_runtest_protocol(item, nextitem):
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
+    bounded = bool(os.environ.get('PYTEST_XDIST_WORKER'))
+    if bounded:
+        faulthandler.dump_traceback_later(STUCK_TEST_S, exit=True, file=sys.__stderr__)
     began, spent = time.monotonic(), cpu()
-    yield
-    with open(path, 'a') as log:
-        log.write(f'{time.monotonic() - began:.2f}\t{cpu() - spent:.2f}\t{item.nodeid}\n')
+    try:
+        yield
+    finally:
+        if bounded:
+            faulthandler.cancel_dump_traceback_later()
+    path = os.environ.get('RI_TEST_COST_LOG')
+    if path:
+        with open(path, 'a') as log:
+            log.write(f'{time.monotonic() - began:.2f}\t{cpu() - spent:.2f}\t{item.nodeid}\n')
 
 
 @pytest.hookimpl(hookwrapper=True)
