@@ -56,18 +56,29 @@ def test_the_demo_picks_up_the_cube_and_shows_it(tmp_path):
     assert re.search(shown, result.stdout, re.M), result.stdout
     dispatched, held, starved = (int(v) for v in re.findall(
         r'\d+', row(result.stdout, 'ticks dispatched / held / starved')))
-    # No starved tick but the wait for the fresh chunk after the answer (30 Hz).
-    assert starved <= round(resume_s * 30) + 2 and dispatched > 60, result.stdout
     requests, accepted, dropped = (int(v) for v in re.findall(
         r'\d+', row(result.stdout, 'requests / chunks accepted / dropped')))
-    assert accepted >= 2 and dropped == 0
-    p50 = float(row(result.stdout, 'turnaround p50 / max').split('/')[0])
+    assert accepted >= 2 and dispatched > 60, result.stdout
+    # A chunk is dropped only for timing: the answer to a request the query's hold drained,
+    # one superseded by a newer chunk, one that came too late to use (a loaded machine), or
+    # one that came after the stop. Never for its content or its session.
+    topics = read_bag(out / 'bag')
+    statuses = [m for _, m in topics['/executor/status']]
+    reasons = {m.last_drop_reason for m in statuses if m.last_drop_reason}
+    assert statuses[-1].chunks_dropped == dropped and (reasons or not dropped)
+    for reason in reasons:
+        assert re.match(r'(stale: .* drained when|superseded: |unusable: all \d+ steps|'
+                        r'executor is STOPPING)', reason), reason
+    # No starved tick but the wait for the fresh chunk after the answer, and one turnaround
+    # for each dropped chunk (30 Hz).
+    p50, turnaround_max = (float(v) for v in re.findall(
+        r'[\d.]+', row(result.stdout, 'turnaround p50 / max')))
+    assert starved <= round((resume_s + dropped * turnaround_max / 1e3) * 30) + 2, result.stdout
     assert p50 >= 200.0   # the injected 0.2 s, from the messages' stamps
     assert 'STOPPED' in row(result.stdout, 'final state')
     assert 'the arm picked up the cube' in result.stdout
 
     # The cube really went up in the simulation, and came with the arm's motion.
-    topics = read_bag(out / 'bag')
     heights = [m.pose.position.z for _, m in stamped(topics['/sim/cube_pose'])]
     assert max(heights) - heights[0] >= 0.05
     assert (out / 'run.png').read_bytes()[:4] == b'\x89PNG'
