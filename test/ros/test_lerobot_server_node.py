@@ -19,7 +19,9 @@ The installed console script runs in its own process with ``checkpoint:=<folder>
 production; the test node plays the robot (joint states in radians, camera frames, admission,
 requests). Each chunk, converted back to the policy's units, must equal LeRobot's own
 prediction for the same observation within 1e-3. Bad folders stop the server before it serves
-anything, with a named error and exit code 2.
+anything, with a named error and exit code 2. Each server start imports LeRobot and torch
+(several CPU-seconds), so one ACT server carries every ACT check: a folder saved by LeRobot
+0.6, its camera mapped by configuration, frames resized, a wrong encoding named.
 """
 
 import json
@@ -43,33 +45,6 @@ JOINTS = list(SO101_JOINT_NAMES)
 SO101 = 'so101-degrees-gripper-percent-v1'
 TOLERANCE = 1e-3        # policy units: degrees, gripper percent
 TOP = 'observation.images.top'
-
-
-def test_an_act_folder_with_its_camera_mapped_by_configuration(processes, ros, tmp_path):
-    # Trained with a camera LeRobot called 'top'; this robot publishes it as cameras/front.
-    folder = checkpoints.make_checkpoint(tmp_path / 'act', 'act', 'MEAN_STD', cameras=('top',))
-    node, spinner = ros
-    server = processes.console_script('policy_server', node_name='policy_server', params={
-        'checkpoint': str(folder), 'fps': 30.0, 'warmup_iterations': 1,
-        'feature_topics': [f'{TOP}=cameras/front/image_raw']})
-    robot = Robot(ros)
-    server.wait_for_output(READY, 60, spinner)
-    caps = robot.capabilities()
-    assert caps.chunk_length == 100 and caps.semantics == SO101 and caps.action_rate == 30.0
-    assert [(f.name, list(f.shape), f.topic) for f in caps.features] == [
-        ('observation.state', [6], 'joint_states'), (TOP, [64, 96, 3], 'cameras/front/image_raw')]
-    session = robot.admit(caps).session_id
-    robot.positions = [0.3, -0.4, 0.5, 0.2, -0.3, 0.4]
-    robot.frame = frame(1)
-    robot.wait_connected()
-    spinner.spin_for(0.2)
-    robot.request(session, 1)
-    chunk = robot.answer(1, timeout=20)
-    assert chunk.error == '' and chunk.step_count == 100
-    expected = checkpoints.LeRobotReference(folder).chunk(
-        [(to_policy(robot.positions).astype(np.float32), {TOP: robot.frame})])
-    served = to_policy(np.asarray(chunk.positions).reshape(100, 6))
-    assert np.abs(served - expected).max() < TOLERANCE
 
 
 def test_a_diffusion_folder_gets_two_observations_from_the_history(processes, ros, tmp_path):
@@ -102,46 +77,6 @@ def test_a_diffusion_folder_gets_two_observations_from_the_history(processes, ro
          for pose, image in (older, newer)], seed=11)
     served = to_policy(np.asarray(chunk.positions).reshape(8, 6))
     assert np.abs(served - expected).max() < TOLERANCE
-
-
-def test_a_folder_saved_by_lerobot_0_6_over_dds(processes, ros, tmp_path):
-    # Saved by LeRobot 0.4.4, rewritten as LeRobot 0.6.1 writes it; LeRobot 0.4.4 alone would
-    # refuse its config.json. Its twin with a key 0.6.1 never wrote stops the server by name.
-    act = checkpoints.make_checkpoint(tmp_path / 'act', 'act', 'MEAN_STD')
-    newer = checkpoints.as_lerobot_0_6(act, tmp_path / 'act6')
-    unknown = checkpoints.as_lerobot_0_6(act, tmp_path / 'unknown')
-    config = json.loads((unknown / 'config.json').read_text())
-    (unknown / 'config.json').write_text(json.dumps({**config, 'use_flash_attention': True}))
-    refused = NodeProcess.console_script(
-        'policy_server', tmp_path / 'refused', node_name='policy_server',
-        params={'checkpoint': str(unknown), 'fps': 30.0, 'warmup_iterations': 1})
-    node, spinner = ros
-    server = processes.console_script('policy_server', node_name='policy_server', params={
-        'checkpoint': str(newer), 'fps': 30.0, 'warmup_iterations': 1})
-    robot = Robot(ros)
-    server.wait_for_output(READY, 60, spinner)
-    assert 'dropped pretrained_revision' in server.output()
-    caps = robot.capabilities()
-    assert caps.chunk_length == 100 and 'dropped pretrained_revision' in caps.message
-    session = robot.admit(caps).session_id
-    robot.positions = [0.2, -0.3, 0.4, 0.1, -0.2, 0.5]
-    robot.frame = frame(4)
-    robot.wait_connected()
-    spinner.spin_for(0.2)
-    robot.request(session, 1)
-    chunk = robot.answer(1, timeout=20)
-    assert chunk.error == '' and chunk.step_count == 100
-    expected = checkpoints.LeRobotReference(act).chunk(
-        [(to_policy(robot.positions).astype(np.float32), {checkpoints.FRONT: robot.frame})])
-    served = to_policy(np.asarray(chunk.positions).reshape(100, 6))
-    assert np.abs(served - expected).max() < TOLERANCE
-    try:
-        assert refused.wait(60) == 2, refused.output()
-        log = refused.output()
-        assert f"{unknown}/config.json: key 'use_flash_attention' is unknown" in log, log
-        assert 'Traceback' not in log and 'Policy server ready' not in log, log
-    finally:
-        refused.stop()
 
 
 def test_bad_folders_stop_the_server_with_exit_code_2(tmp_path):
@@ -178,29 +113,36 @@ def test_bad_folders_stop_the_server_with_exit_code_2(tmp_path):
 pytestmark = pytest.mark.usefixtures('offline')   # nothing reaches for the Hugging Face Hub
 
 
-def test_an_act_folder_trained_on_small_frames_serves_a_640x480_camera(processes, ros, tmp_path):
-    # Trained on 96x64 frames; the simulated arm's camera publishes 640x480 by default.
-    folder = checkpoints.make_checkpoint(tmp_path / 'act', 'act', 'MEAN_STD')
+def test_an_act_folder_saved_by_lerobot_0_6_with_a_mapped_camera_serves_640x480_frames(
+        processes, ros, tmp_path):
+    # Saved by LeRobot 0.4.4, then rewritten as LeRobot 0.6.1 writes it (0.4.4 alone would
+    # refuse its config.json); trained with a camera LeRobot called 'top' on 96x64 frames.
+    # This robot publishes that camera as cameras/front at the simulated arm's 640x480.
+    act = checkpoints.make_checkpoint(tmp_path / 'act', 'act', 'MEAN_STD', cameras=('top',))
+    folder = checkpoints.as_lerobot_0_6(act, tmp_path / 'act6')
     node, spinner = ros
     server = processes.console_script('policy_server', node_name='policy_server', params={
-        'checkpoint': str(folder), 'fps': 30.0, 'warmup_iterations': 1})
+        'checkpoint': str(folder), 'fps': 30.0, 'warmup_iterations': 1,
+        'feature_topics': [f'{TOP}=cameras/front/image_raw']})
     robot = Robot(ros)
     server.wait_for_output('frames of any size resized to 96x64, torch_bilinear', 60, spinner)
     server.wait_for_output(READY, 60, spinner)
+    assert 'dropped pretrained_revision' in server.output()
     caps = robot.capabilities()
-    front = caps.features[1]
-    assert (front.name, list(front.shape), front.resizes) == (
-        checkpoints.FRONT, [64, 96, 3], True)
+    assert caps.chunk_length == 100 and caps.semantics == SO101 and caps.action_rate == 30.0
+    assert 'dropped pretrained_revision' in caps.message
+    assert [(f.name, list(f.shape), f.topic, f.resizes) for f in caps.features] == [
+        ('observation.state', [6], 'joint_states', False),
+        (TOP, [64, 96, 3], 'cameras/front/image_raw', True)]
 
     def offered(shape):
-        return [ObservationFeature(name=f.name, shape=list(shape) if f.name == front.name
+        return [ObservationFeature(name=f.name, shape=list(shape) if f.name == TOP
                                    else f.shape, dtype=f.dtype, kind=f.kind)
                 for f in caps.features]
     # A mono camera is refused at admission, by name, before anything moves.
     refused = robot.admit(caps, features=offered((480, 640, 1)))
     assert not refused.success
-    assert (f"observation feature '{checkpoints.FRONT}' channels: server 3, client 1"
-            in refused.message)
+    assert f"observation feature '{TOP}' channels: server 3, client 1" in refused.message
     session = robot.admit(caps, features=offered((480, 640, 3))).session_id
     robot.positions = [0.3, -0.4, 0.5, 0.2, -0.3, 0.4]
     robot.frame = np.random.default_rng(5).integers(0, 256, (480, 640, 3), dtype=np.uint8)
@@ -210,13 +152,14 @@ def test_an_act_folder_trained_on_small_frames_serves_a_640x480_camera(processes
     chunk = robot.answer(1, timeout=20)
     assert chunk.error == '' and chunk.step_count == 100
     server.wait_for_output('640x480 frames resized to 96x64', 10, spinner)
-    # LeRobot's own path: its asynchronous server's resize, then the policy.
+    # LeRobot's own path on the folder it saved: its asynchronous server's resize, then the
+    # policy.
     import torch
     from lerobot.async_inference.helpers import resize_robot_observation_image
-    reference = checkpoints.LeRobotReference(folder)
+    reference = checkpoints.LeRobotReference(act)
     small = resize_robot_observation_image(torch.from_numpy(robot.frame), (3, 64, 96))
     expected = reference.chunk([(to_policy(robot.positions).astype(np.float32),
-                                 {checkpoints.FRONT: small.permute(1, 2, 0).numpy()})])
+                                 {TOP: small.permute(1, 2, 0).numpy()})])
     served = to_policy(np.asarray(chunk.positions).reshape(100, 6))
     assert np.abs(served - expected).max() < TOLERANCE
 
@@ -232,5 +175,5 @@ def test_an_act_folder_trained_on_small_frames_serves_a_640x480_camera(processes
     robot.request(session, 2, earliest=start)
     chunk = robot.answer(2, timeout=20)
     assert chunk.step_count == 0
-    assert (f"camera '{checkpoints.FRONT}' sent 'mono8' frames, but the feature declares rgb, "
+    assert (f"camera '{TOP}' sent 'mono8' frames, but the feature declares rgb, "
             '3 channels (expected rgb8, bgr8, rgba8, bgra8' in chunk.error), chunk.error
