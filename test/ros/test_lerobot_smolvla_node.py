@@ -17,8 +17,8 @@ A SmolVLA folder (tiny, random weights, built offline) served by the policy_serv
 
 The installed console script serves ``checkpoint:=<folder>`` with ``HF_HUB_OFFLINE=1``. The
 test node plays the robot: chunks for two task texts equal LeRobot's own prediction for each,
-and differ. On the simulated arm (MuJoCo, camera at the policy's 64x96), one server of the
-same folder serves two executors in turn, ``chunk_merge: aligned`` then ``rtc``: both are
+and differ. Then, on the simulated arm (MuJoCo, camera at the policy's 64x96), the same server
+serves two executors in turn, ``chunk_merge: aligned`` then ``rtc``: both are
 admitted and keep the arm running, and the seams (the executor's largest joint jump where a
 new chunk takes over) are printed and recorded; they are not compared (see the test). The
 executor's ``task`` parameter set live reaches the server in the next requests. The measured
@@ -62,14 +62,10 @@ def request(robot, session, request_id, task, earliest):
     robot.request_pub.publish(msg)
 
 
-def test_two_tasks_over_dds_give_lerobots_two_chunks(processes, ros, folder):
+def two_tasks_give_lerobots_two_chunks(ros, server, folder):
+    """The test node as the robot: chunks for two task texts equal LeRobot's, and differ."""
     node, spinner = ros
-    server = processes.console_script(
-        'policy_server', node_name='policy_server',
-        params={'checkpoint': str(folder), 'fps': 30.0, 'warmup_iterations': 1},
-        env=dict(os.environ, **{SEED_VARIABLE: str(SEED)}))
     robot = ManualRobot(ros)
-    server.wait_for_output(READY, 120, spinner)
     log = server.output()
     assert 0 <= log.find('warm-up: ') < log.find('Policy server ready'), log
     caps = robot.capabilities()
@@ -130,17 +126,13 @@ def collect_seams(spinner, statuses, merge, record_property, chunks=8):
     return values
 
 
-def test_on_the_simulated_arm_aligned_then_rtc_with_a_task_set_live(
+def test_two_tasks_then_the_simulated_arm_aligned_then_rtc_with_a_task_set_live(
         processes, ros, folder, record_property):
-    # The simulated arm (camera at 64x96) and one SmolVLA server for two executors in turn,
-    # first with chunk_merge aligned, then rtc (a restarted client replaces its session).
+    # One SmolVLA server (loading LeRobot and transformers takes a while) for the test node
+    # as the robot, then the simulated arm (camera at 64x96) with two executors in turn,
+    # first with chunk_merge aligned, then rtc (a client of the same name replaces the
+    # previous session).
     node, spinner = ros
-    statuses, requests = [], []
-    node.create_subscription(ExecutorStatus, 'executor/status', statuses.append, qos.LATCHED)
-    node.create_subscription(InferenceRequest, 'policy/request', requests.append, qos.COMMANDS)
-    processes.console_script('hardware_interface', node_name='hardware_interface', params={
-        'backend': 'sim', 'sim_image_width': 96, 'sim_image_height': 64,
-        'share_images': False})
     server = processes.console_script('policy_server', node_name='policy_server', params={
         'checkpoint': str(folder), 'fps': 30.0, 'warmup_iterations': 1, 'deployment': 'test',
         'observation_wait_s': 1.0,       # the simulated camera runs late on a loaded machine
@@ -149,6 +141,14 @@ def test_on_the_simulated_arm_aligned_then_rtc_with_a_task_set_live(
         'rtc_execution_horizon': 40},
         env=dict(os.environ, **{SEED_VARIABLE: str(SEED)}))
     server.wait_for_output(READY, 240, spinner)     # loading lerobot takes a while
+    two_tasks_give_lerobots_two_chunks(ros, server, folder)
+
+    statuses, requests = [], []
+    node.create_subscription(ExecutorStatus, 'executor/status', statuses.append, qos.LATCHED)
+    node.create_subscription(InferenceRequest, 'policy/request', requests.append, qos.COMMANDS)
+    processes.console_script('hardware_interface', node_name='hardware_interface', params={
+        'backend': 'sim', 'sim_image_width': 96, 'sim_image_height': 64,
+        'share_images': False})
 
     executor = start_executor(processes, 'aligned')
     collect_seams(spinner, statuses, 'aligned', record_property)
