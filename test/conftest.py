@@ -79,6 +79,11 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f'{item.path.relative_to(ROOT)} is not in a test level '
                                     f'folder: move it to test/<level>/ ({", ".join(LEVELS)})')
         item.add_marker(getattr(pytest.mark, folder.name))
+    # The heaviest levels first, the colcon build (the longest test) at their head: the two
+    # workers then end on short tests, instead of one waiting while the other builds.
+    heavy_first = ['system', 'ros', 'tools', 'pure']
+    items.sort(key=lambda item: (heavy_first.index(item.path.parent.name),
+                                 item.path.name != 'test_build_and_setup.py'))
 
 
 @pytest.fixture(scope='session')
