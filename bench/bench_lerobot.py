@@ -34,7 +34,7 @@ test/lerobot_checkpoints.py without the Hub), with one and with two 3x480x640 ca
 loaded by the ``lerobot`` runtime in a fresh process that reports the load time, its resident
 memory (RSS) after loading and at its peak, and the forward pass (preprocessor +
 predict_action_chunk + postprocessor, one torch thread). ``--smoke`` (bench/smoke.py) does the
-same with a tiny ACT alone, measured in its own process (one pass), and serves one robot from
+same with a tiny ACT alone, measured in this process (one pass), and serves one robot from
 it on a 64x48 camera for a second (a test runs it), writing nothing to bench/results.
 
 Run: ``./run bench lerobot [--seconds 20] [--models | --models-only] [--smoke]``. Prints
