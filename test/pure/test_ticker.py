@@ -53,7 +53,11 @@ def test_after_a_stall_one_late_tick_then_back_on_the_grid():
     after = [t - start for t in times[3:6]]
     # The stall ends ~0.145 s after the start: one tick at once, then the grid (0.16, 0.18).
     assert after[0] == pytest.approx(0.145, abs=0.02)
-    assert after[1] - after[0] >= 0.005   # not a burst of the missed ticks
+    # Not a burst of the missed ticks (0.06-0.12 s): before 0.3 s, the ticks at 0, 0.02,
+    # 0.04, the late one, then 0.16-0.28 on the grid make 11; replaying the missed ones makes
+    # 15. A loaded machine only removes ticks. (A gap between the late tick and the next is
+    # no test: a late tick delayed further can land just before the next grid point.)
+    assert sum(t - start < 0.3 for t in times) <= 12, [round(t - start, 3) for t in times]
     phases = [((t - start) / 0.02) % 1.0 for t in times[4:]]
     assert all(min(p, 1 - p) < 0.35 for p in phases), phases
 
