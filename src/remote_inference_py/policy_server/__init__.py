@@ -20,8 +20,10 @@ from messages), :mod:`.runtimes` (the runtime interface and warm-up), :mod:`.loa
 runtime serves a checkpoint, and the whole start-up), :mod:`.config` (frozen settings),
 :mod:`.topics` (which topic feeds each feature), :mod:`.demo_policy`, :mod:`.torch_runtime` and
 :mod:`.lerobot_runtime` (the runtimes), :mod:`.export` (checkpoints to ``.pt2``),
-:mod:`.sessions` (admitted clients), :mod:`.timings`, :mod:`.core` (requests in, chunks out;
-single-threaded), :mod:`.scheduler` (the one serving path: the lock around the core, the
-inference and delivery threads, the inline fast path), :mod:`.delivery` (answers held back).
+:mod:`.sessions` (admitted clients), :mod:`.timings` (timings and outcome accounting),
+:mod:`.queues` (each session's queue of requests), :mod:`.forward` (the batched forward pass),
+:mod:`.core` (requests in, chunks out; single-threaded, composed of the four before),
+:mod:`.scheduler` (the one serving path: the lock around the core, the inference and delivery
+threads, the inline fast path), :mod:`.delivery` (answers held back).
 ROS: :mod:`.node`.
 """

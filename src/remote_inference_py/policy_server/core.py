@@ -62,16 +62,25 @@ answer may be what was lost), and not at all when its answer is still to come (c
 ``repeated``).
 
 A request may carry the executor's committed plan (rtc merge, docs/design.md section 11). For a
-runtime that supports it (``supports_prefix``), :meth:`PolicyServerCore.prefix_for` shifts the
+runtime that supports it (``supports_prefix``), :meth:`.ForwardPass.prefix_for` shifts the
 plan to the capture of the observation actually used, converts it to the policy's normalized
 units and hands it to ``infer``; other runtimes never see it (admission refuses rtc for them).
+
+The core is the composition of parts that each own one concern and are tested alone (it holds
+the sample buffers and decides when a request is ready or has waited too long itself):
+
+- :class:`.sessions.SessionTable`: the admitted sessions, ``max_clients``, the idle release;
+- :class:`.queues.RequestQueues`: the queue of each session, its bound, push-out, repeats and
+  the answers of a released session's waiting requests;
+- :class:`.forward.ForwardPass`: the model boundary (inputs, one batched forward pass, the
+  committed plan in policy units, chunks in SI radians);
+- :class:`.timings.ActivityStats`: the outcome accounting and the activity line.
 
 ``extra_compute_s`` keeps the forward pass busy that much longer (a slower model: requests
 queue behind it). ``extra_latency_s`` is not the core's: the scheduler holds each answer back
 that long after it is computed (a link or a remote queue: serving goes on meanwhile).
 """
 
-import collections
 import dataclasses
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -81,123 +90,27 @@ import numpy as np
 from remote_inference_py.contract.admission import (
     AdmitRequest, check_admission, FeatureDeclaration, MERGE_MODES, PLAIN_MERGE_MODES,
     ServerContract)
-from remote_inference_py.contract.plan import CommittedPlan
 from remote_inference_py.policy_server import images
 from remote_inference_py.policy_server.config import LIVE_FIELDS, ServerConfig
+from remote_inference_py.policy_server.forward import Computed, ForwardPass, Work
 from remote_inference_py.policy_server.images import InputError
-from remote_inference_py.policy_server.observation import (
-    JOINT_STATES, ObservationAssembler, Selection)
-from remote_inference_py.policy_server.runtimes import PolicyRuntime, Prefix
+from remote_inference_py.policy_server.observation import JOINT_STATES, ObservationAssembler
+from remote_inference_py.policy_server.queues import (  # noqa: F401 - the core's names too
+    Answer, DROPPED, Job, RECENT_REQUEST_IDS, Request, RequestQueues, SESSION_RELEASED,
+    SUPERSEDED)
+from remote_inference_py.policy_server.runtimes import PolicyRuntime
 from remote_inference_py.policy_server.sessions import AdmitResult, SessionTable
-from remote_inference_py.policy_server.timings import ActivityStats, RequestTimings
+from remote_inference_py.policy_server.timings import ActivityStats
 from remote_inference_py.robot.calibration import Calibration
-from remote_inference_py.robot.units import JointConverter
 
 
 STALE_OBSERVATION = 'stale observation'
 MISSING_OBSERVATION = 'missing observation'
 UNUSABLE_OBSERVATION = 'unusable observation'
-SUPERSEDED = 'superseded'
-DROPPED = 'dropped from a full queue'
-SESSION_RELEASED = 'session released'
-RECENT_REQUEST_IDS = 64
-"""Request ids remembered per session: one of them arriving again is a repeat."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Request:
-    """One InferenceRequest."""
-
-    robot: str
-    session_id: str
-    request_id: int
-    earliest_ns: int
-    task: str = ''
-    sent_ns: int = 0
-    plan: Optional[CommittedPlan] = None   # times in ns, positions SI in action_joints order
-
-
-@dataclasses.dataclass
-class Job:
-    """A request waiting in its session's queue."""
-
-    request: Request
-    received: float
-    deadline: float
-    last_error: str = ''
-
-
-@dataclasses.dataclass
-class Answer:
-    """What the node publishes for one request: a chunk, or an error."""
-
-    robot: str
-    session_id: str
-    request_id: int
-    joint_names: Tuple[str, ...]
-    step_period: float
-    capture_stamp_ns: int = 0
-    positions: Optional[np.ndarray] = None     # [steps, joints] SI radians, float32
-    error: str = ''
-    timings: RequestTimings = dataclasses.field(default_factory=RequestTimings)
-    batch_size: int = 0
-    sent_ns: int = 0
-    session_refused: bool = False   # this instance does not serve the session: never retry
-
-
-@dataclasses.dataclass
-class Work:
-    """What a forward pass does next: ready requests (batched) and requests that failed."""
-
-    ready: List[Tuple[Job, Selection]] = dataclasses.field(default_factory=list)
-    failed: List[Tuple[Job, str, str]] = dataclasses.field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        """Return True when there is something to do."""
-        return bool(self.ready or self.failed)
-
-
-@dataclasses.dataclass
-class Computed:
-    """What :meth:`PolicyServerCore.compute` made of a Work; :meth:`~.finish` books it."""
-
-    answers: List[Answer] = dataclasses.field(default_factory=list)   # chunks, in batch order
-    failed: List[Tuple[Request, str, str]] = dataclasses.field(default_factory=list)
-    retry: List[Tuple[Job, InputError]] = dataclasses.field(default_factory=list)
-    # Frames that failed to decode: (robot, stream, sample, error), marked bad by finish.
-    rejected: List[Tuple[str, str, object, InputError]] = dataclasses.field(
-        default_factory=list)
-    batch_size: int = 0
-
-
-class _BadFrames:
-    """Stands in for a robot's buffers in ObservationAssembler.build: records, marks nothing.
-
-    compute runs outside the scheduler's lock, so the frames it finds corrupt are marked bad
-    in their buffers later, by finish.
-    """
-
-    def __init__(self, robot: str, out: list):
-        self._robot, self._out = robot, out
-
-    def __getitem__(self, stream: str):
-        return _BadFrameRecorder(self._robot, stream, self._out)
-
-
-class _BadFrameRecorder:
-    def __init__(self, robot: str, stream: str, out: list):
-        self._robot, self._stream, self._out = robot, stream, out
-
-    def mark_bad(self, sample, message: str) -> None:
-        self._out.append((self._robot, self._stream, sample, message))
-
-
-def _request_order(job: Job) -> int:
-    return job.request.request_id
 
 
 class PolicyServerCore:
-    """Buffers, admission, request slots, batching and the model boundary (see module doc)."""
+    """Buffers, admission, request queues, batching and the model boundary (see module doc)."""
 
     def __init__(self, settings: ServerConfig, runtime: PolicyRuntime,
                  calibration: Optional[Calibration] = None,
@@ -211,18 +124,11 @@ class PolicyServerCore:
         self.sleep = sleep or time.sleep
         self.assembler = ObservationAssembler(spec, calibration, settings.rotate_180,
                                               settings.convert_mono_to_rgb)
-        try:
-            self.action_converter = JointConverter(spec.semantics, spec.action_joints,
-                                                   calibration)
-        except ValueError as error:
-            raise ValueError(f'action names {list(spec.action_names)} do not fit semantics '
-                             f'{spec.semantics!r}: {error}') from None
-        if settings.chunk_length > spec.chunk_length:
-            raise ValueError(f"chunk_length {settings.chunk_length} exceeds the policy's "
-                             f'chunk length {spec.chunk_length}')
-        self.chunk_length = settings.chunk_length or spec.chunk_length
+        self.forward = ForwardPass(runtime, self.assembler, settings.chunk_length,
+                                   calibration, clock, self.sleep)
+        self.chunk_length = self.forward.chunk_length
         self.batch_limit = max(1, min(settings.max_batch_size, runtime.max_batch_size))
-        self.step_period = 1.0 / spec.fps
+        self.step_period = self.forward.step_period
         self.buffers = {robot: self.assembler.new_buffers(settings.observation_history)
                         for robot in settings.robot_namespaces}
         self.contract = ServerContract(
@@ -236,14 +142,7 @@ class PolicyServerCore:
             max_requests_in_flight=settings.max_requests_per_client)
         self.sessions = SessionTable(settings.max_clients, clock)
         self.stats = ActivityStats()
-        # Per session: its requests not started yet, oldest first (never empty), and how many
-        # it may queue (what it keeps in flight).
-        self._pending: Dict[str, collections.deque] = {}
-        self._queue_bound: Dict[str, int] = {}
-        # Per session: the ids of its recent requests, oldest first, and the last answer
-        # published (a repeated request is answered from it, see on_request).
-        self._recent_ids: Dict[str, collections.deque] = {}
-        self._last_answer: Dict[str, Answer] = {}
+        self.queues = RequestQueues(spec.action_joints, self.step_period, self.stats)
 
     def warm_preprocessing(self) -> None:
         """Convert one blank frame per image feature (imports Pillow before the first request)."""
@@ -277,17 +176,10 @@ class PolicyServerCore:
                                      self.settings.idle_timeout_s, problems)
         answers = []
         for session_id in result.released:
-            for job in self._pending.pop(session_id, ()):
-                self.stats.count('superseded')
-                answers.append(self._error(job.request, (
-                    f'{SESSION_RELEASED}: session {session_id} was released before request '
-                    f'{job.request.request_id} was served'), session_refused=True))
-            self._queue_bound.pop(session_id, None)
-            self._recent_ids.pop(session_id, None)
-            self._last_answer.pop(session_id, None)
+            answers += self.queues.release(session_id)
         if result.success:
-            self._queue_bound[result.session_id] = max(1, min(
-                request.max_requests_in_flight, self.settings.max_requests_per_client))
+            self.queues.open(result.session_id, max(1, min(
+                request.max_requests_in_flight, self.settings.max_requests_per_client)))
         if answers:
             result = dataclasses.replace(result, answers=tuple(answers))
         return result
@@ -359,103 +251,46 @@ class PolicyServerCore:
     def on_request(self, request: Request) -> Optional[Answer]:
         """Queue a request in its session's queue; return an answer to publish now, if any.
 
-        That answer is this request's refusal (unknown session), or the error answer of the
-        older request it pushed out of a full queue; None when nothing needs saying yet.
+        That answer is this request's refusal (unknown session), the error answer of the
+        older request it pushed out of a full queue, or a repeat's published answer
+        (:meth:`.RequestQueues.add`); None when nothing needs saying yet.
         """
         self.stats.count('requests')
         why = self.sessions.touch(request.session_id, request.robot)
         if why is not None:
             self.stats.count('refused')
-            return self._error(request, why, session_refused=True)
-        recent = self._recent_ids.setdefault(request.session_id,
-                                             collections.deque(maxlen=RECENT_REQUEST_IDS))
-        if request.request_id in recent:
-            return self._repeated(request)
-        recent.append(request.request_id)
-        now = self.clock()
-        queue = self._pending.setdefault(request.session_id, collections.deque())
-        bound = self._queue_bound.get(request.session_id,
-                                      self.settings.max_requests_per_client)
-        pushed_out = None
-        while len(queue) >= bound:
-            pushed_out = self._pushed_out(queue.popleft().request, bound, request.request_id)
-        job = Job(request, now, now + self.settings.observation_wait_s)
-        if queue and queue[-1].request.request_id > request.request_id:
-            queue = collections.deque(sorted([*queue, job], key=_request_order))
-            self._pending[request.session_id] = queue
-        else:
-            queue.append(job)
-        return pushed_out
-
-    def _repeated(self, request: Request) -> Optional[Answer]:
-        """Answer a request whose id its session already sent (the client repeats it).
-
-        A client repeats its first request until something of its session comes back
-        (executor/first_answer.py): the request or its answer may have been lost while
-        discovery matched the two sides. If this request's answer is the last one published,
-        return it to publish again (its first copy may be what was lost); otherwise its answer
-        is still to come (queued or being served), or a newer one was published since (the
-        client has moved on): return None.
-        """
-        self.stats.count('repeated')
-        last = self._last_answer.get(request.session_id)
-        return last if last is not None and last.request_id == request.request_id else None
+            return self.queues.error(request, why, session_refused=True)
+        return self.queues.add(request, self.clock(), self.settings.observation_wait_s,
+                               self.settings.max_requests_per_client)
 
     def answered(self, answer: Answer) -> None:
         """Remember an answer as published: a repeat of its request gets it again."""
-        if answer.session_id in self._recent_ids:
-            self._last_answer[answer.session_id] = answer
-
-    def _pushed_out(self, request: Request, bound: int, newer: Optional[int]) -> Answer:
-        """Count a request pushed out of its session's full queue; return its error answer.
-
-        ``newer``: the request whose arrival pushed it out; None when it was put back after
-        a frame failed to decode and found its queue full.
-        """
-        self.stats.count('superseded')
-        old = request.request_id
-        if newer is None:
-            why = (f'request {old} was put back after a frame failed to decode and found '
-                   'newer requests of this session waiting')
-        elif bound == 1:
-            why = f'request {newer} arrived while request {old} waited'
-        else:
-            why = (f'request {newer} arrived while {bound} requests of this session waited, '
-                   f'request {old} the oldest')
-        kind = SUPERSEDED if bound == 1 else DROPPED
-        # The fixed part first: the node throttles its warnings by the head of the text.
-        return self._error(request, f'{kind}: the client keeps {bound} request(s) in flight '
-                                    f'and the newest are served; {why}')
+        self.queues.answered(answer)
 
     def refuse(self, request: Request, message: str) -> Answer:
         """Count a request that cannot be served at all; return its error answer."""
         self.stats.count('requests')
         self.stats.count('refused')
-        return self._error(request, message)
-
-    def _error(self, request: Request, message: str, session_refused: bool = False) -> Answer:
-        return Answer(request.robot, request.session_id, request.request_id,
-                      self.spec.action_joints, self.step_period, error=message,
-                      sent_ns=request.sent_ns, session_refused=session_refused)
+        return self.queues.error(request, message)
 
     def pending_count(self) -> int:
         """Return the number of requests not taken into a forward pass yet."""
-        return sum(len(queue) for queue in self._pending.values())
+        return len(self.queues)
 
     def next_deadline(self) -> Optional[float]:
         """Return when a waiting request times out next (``clock`` time), or None."""
-        return min((queue[0].deadline for queue in self._pending.values()), default=None)
+        return self.queues.next_deadline()
 
     # ---- serving ------------------------------------------------------------------------
 
     def take_work(self) -> Work:
         """Take the requests that are ready or have waited too long now (never waits)."""
         work = Work()
-        if not self._pending:
+        heads = self.queues.heads()
+        if not heads:
             return work
         now = self.clock()
-        heads = [queue[0] for queue in self._pending.values()]
-        for job in sorted(heads, key=lambda j: j.received):
+        for job in heads:
             buffers = self.buffers[job.request.robot]
             selection = self.assembler.select(buffers, job.request.earliest_ns)
             if job.last_error and now >= job.deadline:
@@ -474,7 +309,7 @@ class PolicyServerCore:
                     f'{name}: no usable observation within observation_wait_s='
                     f'{self.settings.observation_wait_s} s: {missing}')))
         for job in [j for j, _ in work.ready] + [j for j, _, _ in work.failed]:
-            self._start(job, now)
+            self.queues.start(job, now, self.settings.observation_wait_s)
         return work
 
     def next_work(self, timeout: float = 0.0) -> Work:
@@ -493,15 +328,6 @@ class PolicyServerCore:
                 return work
             self.sleep(max(min(deadline, give_up) - now, 0.0005))
 
-    def _start(self, job: Job, now: float) -> None:
-        """Take the head of its session's queue; the next one waits for its observation now."""
-        queue = self._pending[job.request.session_id]
-        queue.popleft()
-        if queue:
-            queue[0].deadline = max(queue[0].deadline, now + self.settings.observation_wait_s)
-        else:
-            del self._pending[job.request.session_id]
-
     def serve(self, work: Work) -> List[Answer]:
         """Compute and finish ``work`` in this thread; return one answer per request."""
         return self.finish(self.compute(work))
@@ -510,66 +336,11 @@ class PolicyServerCore:
         """Preprocess, run one forward pass and postprocess ``work``; change no bookkeeping.
 
         It reads the samples the work selected (caching their converted pixels) and the
-        runtime, and touches nothing else of the core, so it may run while the core takes
-        samples and requests in another thread; :meth:`finish` books what it found.
+        runtime (:meth:`.ForwardPass.compute`), and touches nothing else of the core, so it
+        may run while the core takes samples and requests in another thread; :meth:`finish`
+        books what it found.
         """
-        out = Computed(failed=[(job.request, category, message)
-                               for job, category, message in work.failed])
-        batch = []   # (job, inputs, capture stamp, preprocess start, preprocess ms)
-        for job, selection in work.ready:
-            began = self.clock()
-            rejected = []
-            try:
-                inputs = self.assembler.build(
-                    selection, _BadFrames(job.request.robot, rejected))
-            except InputError as error:
-                out.retry.append((job, error))
-                out.rejected += [(robot, stream, sample, error)
-                                 for robot, stream, sample, _ in rejected]
-                continue
-            batch.append((job, inputs, selection.capture_stamp_ns, began,
-                          (self.clock() - began) * 1000.0))
-        if not batch:
-            return out
-        names = [f.name for f in self.spec.features]
-        stacked = {name: (batch[0][1][name][None] if len(batch) == 1
-                          else np.stack([item[1][name] for item in batch])) for name in names}
-        tasks = [item[0].request.task for item in batch]
-        started = self.clock()
-        try:
-            if self.runtime.supports_prefix:
-                prefixes = [self.prefix_for(item[0].request.plan, item[2]) for item in batch]
-                raw = np.asarray(self.runtime.infer(stacked, tasks, prefixes))
-            else:
-                raw = np.asarray(self.runtime.infer(stacked, tasks))
-            if raw.ndim != 3 or raw.shape[0] != len(batch):
-                raise ValueError(f'the policy returned shape {list(raw.shape)} for a batch of '
-                                 f'{len(batch)}')
-        except Exception as error:  # noqa: B902 - a failing model must not stop the server
-            message = f'policy forward pass failed: {str(error).strip()[:300]}'
-            out.failed += [(item[0].request, 'inference', message) for item in batch]
-            return out
-        compute = self.settings.extra_compute_s
-        if compute > 0:
-            self.sleep(compute)
-        inference_ms = (self.clock() - started) * 1000.0
-        out.batch_size = len(batch)
-        for index, (job, _, capture_ns, began, preprocess_ms) in enumerate(batch):
-            post_started = self.clock()
-            request = job.request
-            try:
-                positions = self.postprocess(raw[index])
-            except ValueError as error:
-                out.failed.append((request, 'output', f'policy output: {error}'))
-                continue
-            timings = RequestTimings(
-                queue_wait_ms=(began - job.received) * 1000.0, preprocess_ms=preprocess_ms,
-                inference_ms=inference_ms,
-                postprocess_ms=(self.clock() - post_started) * 1000.0)
-            out.answers.append(Answer(request.robot, request.session_id, request.request_id,
-                                      self.spec.action_joints, self.step_period, capture_ns,
-                                      positions, '', timings, len(batch), request.sent_ns))
-        return out
+        return self.forward.compute(work, self.settings.extra_compute_s)
 
     def finish(self, computed: Computed) -> List[Answer]:
         """Book what :meth:`compute` found; return the answers to publish, errors first.
@@ -582,59 +353,17 @@ class PolicyServerCore:
             self.buffers[robot][stream].mark_bad(sample, str(error))
         answers = []
         for job, error in computed.retry:
-            pushed_out = self._retry(job, error)
+            pushed_out = self.queues.put_back(job, error)
             if pushed_out is not None:
                 answers.append(pushed_out)
         for request, category, message in computed.failed:
             self.stats.failed(category, message)
-            answers.append(self._error(request, message))
+            answers.append(self.queues.error(request, message))
         if computed.batch_size:
             self.stats.batch(computed.batch_size)
         for answer in computed.answers:
             self.stats.served(answer.timings)
         return answers + computed.answers
-
-    def prefix_for(self, plan: Optional[CommittedPlan], capture_ns: int) -> Optional[Prefix]:
-        """Return a request's committed plan from its capture on, in normalized policy units."""
-        if plan is None:
-            return None
-        rows = plan.for_capture(capture_ns, self.step_period * 1e9)
-        if rows is None:
-            return None
-        positions, frozen = rows
-        values = self.spec.action_normalization.normalize(self.action_converter.to_policy(
-            positions))
-        return Prefix(np.asarray(values, dtype=np.float32), frozen)
-
-    def postprocess(self, steps: np.ndarray) -> np.ndarray:
-        """Turn ``[steps, actions]`` model output into ``[chunk_length, joints]`` SI float32."""
-        values = self.spec.action_normalization.unnormalize(
-            np.asarray(steps[:self.chunk_length], dtype=np.float64))
-        return self.action_converter.to_si(values).astype(np.float32)
-
-    def _retry(self, job: Job, error: InputError) -> Optional[Answer]:
-        """Put a job back after a frame failed to decode; it selects again or times out.
-
-        It goes back at the head of its session's queue, unless the queue filled up meanwhile
-        (newer requests came): then it is answered as pushed out, and that answer returned.
-        """
-        self.stats.count('retried')
-        job.last_error = str(error)
-        session_id = job.request.session_id
-        if session_id not in self._queue_bound:   # released meanwhile
-            self.stats.count('superseded')
-            return self._error(job.request, f'{SESSION_RELEASED}: session {session_id} was '
-                                            f'released before request '
-                                            f'{job.request.request_id} was served',
-                               session_refused=True)
-        bound = self._queue_bound[session_id]
-        queue = self._pending.setdefault(session_id, collections.deque())
-        if len(queue) < bound:
-            queue.appendleft(job)
-            return None
-        if not queue:
-            del self._pending[session_id]
-        return self._pushed_out(job.request, bound, None)
 
     # ---- observability ------------------------------------------------------------------
 
@@ -650,34 +379,5 @@ class PolicyServerCore:
 
     def summary(self) -> Optional[str]:
         """Return the activity summary since the last call, or None when idle and alone."""
-        window = self.stats.window()
-        totals = dict(self.stats.totals)
-        failures = dict(self.stats.failures)
-        last_failure = self.stats.last_failure
-        clients = len(self.sessions)
-        if not clients and not window['requests']:
-            return None
-        text = (f'{clients}/{self.settings.max_clients} client(s); last period: '
-                f'{window["requests"]:.0f} requests, {window["served"]:.0f} served, '
-                f'{window["failed"]:.0f} failed, {window["refused"]:.0f} refused, '
-                f'{window["superseded"]:.0f} superseded, {window["batches"]:.0f} forward '
-                f'passes')
-        if window['repeated']:
-            text += f' ({window["repeated"]:.0f} of the requests repeats)'
-        if window['served']:
-            text += (f'; ms p50/max: queue {window["queue_wait_ms_p50"]:.1f}/'
-                     f'{window["queue_wait_ms_max"]:.1f}, pre '
-                     f'{window["preprocess_ms_p50"]:.1f}/{window["preprocess_ms_max"]:.1f}, '
-                     f'inference {window["inference_ms_p50"]:.1f}/'
-                     f'{window["inference_ms_max"]:.1f}, post '
-                     f'{window["postprocess_ms_p50"]:.1f}/{window["postprocess_ms_max"]:.1f}')
-        text += (f'; totals: {totals["served"]} served, {totals["failed"]} failed, '
-                 f'largest batch {totals["largest_batch"]}')
-        if failures:
-            text += (f' (failures: {", ".join(f"{k} {v}" for k, v in sorted(failures.items()))}'
-                     f'; last: {last_failure})')
-        rejected = self.rejected_samples()
-        if rejected:
-            text += '; rejected samples: ' + ', '.join(
-                f'{key} {count} (last: {why})' for key, (count, why) in sorted(rejected.items()))
-        return text
+        return self.stats.summary(len(self.sessions), self.settings.max_clients,
+                                  self.rejected_samples())

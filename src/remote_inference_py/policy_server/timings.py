@@ -26,10 +26,14 @@ Each answered request carries four durations [ms] (the ActionChunk fields):
   injected link latency ``extra_latency_s`` comes after the answer is built and is not
   counted here);
 - ``postprocess_ms``: unnormalization, conversion to SI radians and building the message.
+
+:class:`ActivityStats` is the server's outcome accounting: every request ends counted as
+served, failed (by category, with the last reason), refused or superseded, and
+:meth:`ActivityStats.summary` writes the activity line the node logs every period.
 """
 
 import dataclasses
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -98,3 +102,38 @@ class ActivityStats:
         self._window_start = dict(self.totals)
         self._timings = []
         return out
+
+    def summary(self, clients: int, max_clients: int,
+                rejected: Dict[str, Tuple[int, str]]) -> Optional[str]:
+        """Return the activity line since the last call, or None when idle and alone.
+
+        ``clients`` of ``max_clients`` are admitted; ``rejected``: per stream with rejected
+        samples, (count, last reason).
+        """
+        window = self.window()
+        if not clients and not window['requests']:
+            return None
+        text = (f'{clients}/{max_clients} client(s); last period: '
+                f'{window["requests"]:.0f} requests, {window["served"]:.0f} served, '
+                f'{window["failed"]:.0f} failed, {window["refused"]:.0f} refused, '
+                f'{window["superseded"]:.0f} superseded, {window["batches"]:.0f} forward '
+                f'passes')
+        if window['repeated']:
+            text += f' ({window["repeated"]:.0f} of the requests repeats)'
+        if window['served']:
+            text += (f'; ms p50/max: queue {window["queue_wait_ms_p50"]:.1f}/'
+                     f'{window["queue_wait_ms_max"]:.1f}, pre '
+                     f'{window["preprocess_ms_p50"]:.1f}/{window["preprocess_ms_max"]:.1f}, '
+                     f'inference {window["inference_ms_p50"]:.1f}/'
+                     f'{window["inference_ms_max"]:.1f}, post '
+                     f'{window["postprocess_ms_p50"]:.1f}/{window["postprocess_ms_max"]:.1f}')
+        text += (f'; totals: {self.totals["served"]} served, {self.totals["failed"]} failed, '
+                 f'largest batch {self.totals["largest_batch"]}')
+        if self.failures:
+            text += (f' (failures: '
+                     f'{", ".join(f"{k} {v}" for k, v in sorted(self.failures.items()))}'
+                     f'; last: {self.last_failure})')
+        if rejected:
+            text += '; rejected samples: ' + ', '.join(
+                f'{key} {count} (last: {why})' for key, (count, why) in sorted(rejected.items()))
+        return text
