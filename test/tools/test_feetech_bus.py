@@ -26,6 +26,7 @@ from remote_inference_py.hardware.feetech import (
     BoundedWaitPortHandler, BusFaultError, FeetechBus, FeetechBusConfig,
     FeetechConnectionError, FeetechError, MotorNotFoundError, ServoChecksumError,
     ServoPortError, ServoStatusError, ServoTimeoutError, TorqueDisableError)
+from remote_inference_py.hardware.feetech_link import IDENTIFY_ATTEMPTS
 from remote_inference_py.robot.calibration import Calibration
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.testing.emulator import (
@@ -131,6 +132,21 @@ def test_missing_motor_is_named_with_the_port():
         assert raised.value.missing == {'gripper': 6}
         assert raised.value.port == emulator.port
         assert not bus.is_connected
+
+
+@pytest.mark.parametrize('lost', [IDENTIFY_ATTEMPTS - 1, IDENTIFY_ATTEMPTS])
+def test_a_motor_is_pinged_again_on_connect_before_it_is_named_missing(emulator, lost):
+    # Even with retries=0 (reads and writes tried once), one lost ping reply on a busy bus
+    # is not a missing motor: IDENTIFY_ATTEMPTS pings, and only then the motor is named.
+    emulator.inject_fault(5, 'missing', count=lost)
+    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, retries=0, latency_timer_ms=5.0))
+    if lost < IDENTIFY_ATTEMPTS:
+        bus.connect()
+        assert bus.is_connected and bus.counters.timeouts == lost
+        bus.disconnect()
+    else:
+        with pytest.raises(MotorNotFoundError, match="motor 'wrist_roll' \\(id 5\\) did not"):
+            bus.connect()
 
 
 def test_wrong_model_is_named():

@@ -45,6 +45,9 @@ PORT_ERROR = -100
 PORT_EXCEPTIONS = (serial.SerialException, OSError, termios.error)
 """What pyserial raises when the device fails or disappears."""
 
+IDENTIFY_ATTEMPTS = 3
+"""Pings per motor on connect at least: one lost reply is not a missing motor."""
+
 
 # Errors.
 
@@ -205,13 +208,16 @@ class BusLink:
         """Ping every motor and check its model number; ``note(id, status byte)`` each reply.
 
         Raises MotorNotFoundError naming the motors that did not answer (or answered with
-        another model) and the port.
+        another model) and the port. Each motor gets at least IDENTIFY_ATTEMPTS pings,
+        whatever ``retries`` says: one reply lost on a busy bus does not fail the connection.
         """
         missing: Dict[str, int] = {}
         wrong: Dict[str, Tuple[int, int]] = {}
         for name, motor_id in self.ids.items():
             try:
-                model_number, error = self.ping(motor_id, name, count_failure=False)
+                model_number, error = self.ping(motor_id, name, count_failure=False,
+                                                attempts=max(IDENTIFY_ATTEMPTS,
+                                                             1 + self.retries))
             except ServoCommError:
                 missing[name] = motor_id
                 continue
@@ -234,10 +240,11 @@ class BusLink:
 
     # Operations: each returns what its reply carried, or raises a named error.
 
-    def ping(self, motor_id: int, motor: str, count_failure: bool = True):
-        """Ping one motor; return (model number, status byte)."""
+    def ping(self, motor_id: int, motor: str, count_failure: bool = True,
+             attempts: Optional[int] = None):
+        """Ping one motor (``attempts`` times at most); return (model number, status byte)."""
         return self.run('ping', lambda: self._ping_once(motor_id), motor=motor,
-                        count_failure=count_failure)
+                        count_failure=count_failure, attempts=attempts)
 
     def read(self, operation: str, motor_id: int, address: int, size: int, motor: str):
         """Read ``size`` bytes at ``address`` of one motor; return (data, status byte)."""
@@ -296,10 +303,11 @@ class BusLink:
 
     def run(self, operation: str, attempt: Callable[[], Tuple[int, object, Optional[int]]],
             motor: Optional[str] = None, count_failure: bool = True,
-            allow_faulted: bool = False):
+            allow_faulted: bool = False, attempts: Optional[int] = None):
         """Run ``attempt`` with retries; return its payload or raise a named error.
 
-        ``attempt()`` returns ``(sdk_result, payload, failed_id)``.
+        ``attempt()`` returns ``(sdk_result, payload, failed_id)``; it runs ``attempts`` times
+        at most (default: 1 + ``retries``).
         """
         if self.handler is None:
             raise FeetechError(f'bus on port {self.port!r} is not connected')
@@ -311,7 +319,7 @@ class BusLink:
                 self.ids.get(motor))
         counters = self.counters
         result, failed_id, port_error = scs.COMM_TX_FAIL, None, ''
-        attempts = 1 + self.retries
+        attempts = attempts or 1 + self.retries
         for attempt_index in range(attempts):
             if attempt_index:
                 counters['retries'] += 1
