@@ -380,8 +380,9 @@ def test_a_lerobot_act_folder_through_ros2_launch(ros, launch_factory, tmp_path)
     params['hardware_interface'].update(sim_image_width=64, sim_image_height=48,
                                         sim_camera_rate_hz=15.0)
     params['policy_server'].update(fps=30.0, warmup_iterations=1)
-    # 100-step chunks (3.3 s): ask 1 s ahead, margin for a loaded 2-core host.
-    params['executor'].update(refill_seconds=1.0)
+    # 100-step chunks (3.3 s): ask 1 s ahead, margin for a loaded 2-core host. Importing
+    # LeRobot and loading the folder took over 30 s (the default admission timeout) there.
+    params['executor'].update(refill_seconds=1.0, admission_timeout_s=120.0)
     config_file = tmp_path / 'my_so101.yaml'
     config_file.write_text(yaml.safe_dump(
         {f'/**/{node}': {'ros__parameters': values} for node, values in params.items()}))
