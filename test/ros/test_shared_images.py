@@ -28,8 +28,10 @@ from remote_inference_py.transport.frame_ring import SHM_DIR
 from remote_inference_py.transport.shared_images import ImagePublisher
 
 TOPIC = 'cameras/front/image_raw'
+# The inline path is chosen from the warm-up's measured pass (2 ms at most by default), which a
+# loaded machine can exceed: the bound is raised so the demo policy is always served inline.
 SERVER = {'deployment': 'demo_test', 'demo_cameras': ['front'], 'demo_image_size': [48, 64],
-          'observation_wait_s': 0.3}
+          'observation_wait_s': 0.3, 'inline_serve_max_ms': 100.0}
 
 
 class SharingRobot(Robot):
@@ -87,7 +89,7 @@ def test_a_server_on_this_host_reads_shared_frames_then_the_topic_when_sharing_s
         env={**os.environ, 'REMOTE_INFERENCE_TRANSPORT': server_side})
     robot = SharingRobot(ros, transport=robot_side)
     session = admitted(server, robot)
-    assert 'requests are served inline when ready' in server.output()   # a fast model
+    assert 'requests are served inline when ready' in server.output()
     camera = robot.camera_pub
 
     # The first shared frame moves the server off the Image topic, so the robot stops

@@ -45,7 +45,7 @@ PORT_ERROR = -100
 PORT_EXCEPTIONS = (serial.SerialException, OSError, termios.error)
 """What pyserial raises when the device fails or disappears."""
 
-IDENTIFY_ATTEMPTS = 3
+IDENTIFY_ATTEMPTS = 5
 """Pings per motor on connect at least: one lost reply is not a missing motor."""
 
 
