@@ -28,7 +28,8 @@ import time
 from node_fixtures import EXECUTOR, set_double
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
-from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest, ServerPresence
+from remote_inference.msg import (
+    ActionChunk, ExecutorStatus, HardwareInfo, InferenceRequest, ServerPresence)
 from ros_fixtures import clean_dead_segments
 from sensor_msgs.msg import JointState
 
@@ -423,8 +424,16 @@ def test_motion_waits_until_the_request_topic_is_matched(processes, ros):
 
 def test_hardware_without_position_hold_never_moves(processes, ros):
     node, spinner = ros
-    watch, arm, server, executor = start_system(
-        processes, ros, arm={'position_hold': False}, executor={'admission_timeout_s': 3.0})
+    # The arm first: a loaded machine once started it over 3 s after the executor, which
+    # then refused for want of any hardware/info (another refusal than the one tested).
+    infos = []
+    node.create_subscription(HardwareInfo, 'hardware/info', infos.append, qos.LATCHED)
+    arm = processes.peer('fake_arm.py', params={'position_hold': False}, node_name='fake_arm')
+    spinner.until(lambda: infos, 20, "the arm's hardware/info")
+    assert not infos[-1].position_hold
+    processes.peer('scripted_server.py', node_name='scripted_server')
+    executor = processes.console_script(
+        'executor', params={**EXECUTOR, 'admission_timeout_s': 3.0}, node_name='executor')
     executor.wait_for_output('does not declare position hold', spinner=spinner)
     assert executor.wait(20) != 0
     assert 'admission refused' in executor.output()

@@ -18,6 +18,8 @@ Every test starts its own emulator subprocess on a pseudo-terminal (EmulatorProc
 stops it at the end. Deadlines below only bound polling loops; no test asserts speed.
 """
 
+import time
+
 import pytest
 from robot_fixtures import EXAMPLE, wait_for
 import scservo_sdk as scs
@@ -26,7 +28,7 @@ from remote_inference_py.hardware.feetech import (
     BoundedWaitPortHandler, BusFaultError, FeetechBus, FeetechBusConfig,
     FeetechConnectionError, FeetechError, MotorNotFoundError, ServoChecksumError,
     ServoPortError, ServoStatusError, ServoTimeoutError, TorqueDisableError)
-from remote_inference_py.hardware.feetech_link import IDENTIFY_ATTEMPTS
+from remote_inference_py.hardware.feetech_link import IDENTIFY_ATTEMPTS, IDENTIFY_WINDOW_S
 from remote_inference_py.robot.calibration import Calibration
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.testing.emulator import (
@@ -134,19 +136,23 @@ def test_missing_motor_is_named_with_the_port():
         assert not bus.is_connected
 
 
-@pytest.mark.parametrize('lost', [IDENTIFY_ATTEMPTS - 1, IDENTIFY_ATTEMPTS])
+@pytest.mark.parametrize('lost', [IDENTIFY_ATTEMPTS - 1, IDENTIFY_ATTEMPTS + 2, None])
 def test_a_motor_is_pinged_again_on_connect_before_it_is_named_missing(emulator, lost):
-    # Even with retries=0 (reads and writes tried once), one lost ping reply on a busy bus
-    # is not a missing motor: IDENTIFY_ATTEMPTS pings, and only then the motor is named.
-    emulator.inject_fault(5, 'missing', count=lost)
+    # Even with retries=0 (reads and writes tried once), lost ping replies on a busy host do
+    # not make a missing motor: it is pinged IDENTIFY_ATTEMPTS times and, past those, until
+    # IDENTIFY_WINDOW_S have passed; only a motor that never answers is named.
+    emulator.inject_fault(5, 'missing', count=lost or 10**6)
     bus = FeetechBus(FeetechBusConfig.so101(emulator.port, retries=0, latency_timer_ms=5.0))
-    if lost < IDENTIFY_ATTEMPTS:
+    began = time.monotonic()
+    if lost is not None:
         bus.connect()
         assert bus.is_connected and bus.counters.timeouts == lost
         bus.disconnect()
     else:
         with pytest.raises(MotorNotFoundError, match="motor 'wrist_roll' \\(id 5\\) did not"):
             bus.connect()
+        assert time.monotonic() - began >= IDENTIFY_WINDOW_S
+        assert bus.counters.timeouts >= IDENTIFY_ATTEMPTS
 
 
 def test_wrong_model_is_named():

@@ -30,6 +30,7 @@ except those allowed while faulted (switching torque off), until :meth:`~BusLink
 import dataclasses
 import logging
 import termios
+import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import scservo_sdk as scs
@@ -47,6 +48,8 @@ PORT_EXCEPTIONS = (serial.SerialException, OSError, termios.error)
 
 IDENTIFY_ATTEMPTS = 5
 """Pings per motor on connect at least: one lost reply is not a missing motor."""
+IDENTIFY_WINDOW_S = 0.5
+"""And for this long at least after connecting [s]: a busy host reads late, not never."""
 
 
 # Errors.
@@ -208,19 +211,28 @@ class BusLink:
         """Ping every motor and check its model number; ``note(id, status byte)`` each reply.
 
         Raises MotorNotFoundError naming the motors that did not answer (or answered with
-        another model) and the port. Each motor gets at least IDENTIFY_ATTEMPTS pings,
-        whatever ``retries`` says: one reply lost on a busy bus does not fail the connection.
+        another model) and the port. A motor is pinged until it answers; it is missing only
+        after IDENTIFY_ATTEMPTS pings (or 1 + ``retries``, if more) and once IDENTIFY_WINDOW_S
+        have passed since identify began: replies lost or late on a busy host do not fail the
+        connection.
         """
         missing: Dict[str, int] = {}
         wrong: Dict[str, Tuple[int, int]] = {}
+        window_ends = time.monotonic() + IDENTIFY_WINDOW_S
+        attempts = max(IDENTIFY_ATTEMPTS, 1 + self.retries)
         for name, motor_id in self.ids.items():
-            try:
-                model_number, error = self.ping(motor_id, name, count_failure=False,
-                                                attempts=max(IDENTIFY_ATTEMPTS,
-                                                             1 + self.retries))
-            except ServoCommError:
+            reply = None
+            while reply is None:
+                try:
+                    reply = self.ping(motor_id, name, count_failure=False, attempts=attempts)
+                except ServoCommError:
+                    if time.monotonic() >= window_ends:
+                        break
+                    time.sleep(0.01)
+            if reply is None:
                 missing[name] = motor_id
                 continue
+            model_number, error = reply
             note(motor_id, error)
             if model_number != table.model_number:
                 wrong[name] = (motor_id, model_number)
