@@ -61,20 +61,24 @@ def make_policy(folder: pathlib.Path, steps: int, hidden: int) -> pathlib.Path:
     return flow.export_flow(model, (96, 96), mean, std, folder, SamplerSettings(steps=steps))
 
 
-VARIANTS = {'whole': (False, False), 'split': (True, False), 'traced': (True, True)}
-"""Variant: (use_split, trace)."""
+VARIANTS = {'whole': (False, False, False), 'split': (True, False, False),
+            'traced': (True, True, False), 'numpy': (True, False, True)}
+"""Variant: (use_split, trace, by_hand)."""
 
 
 def measure(path: pathlib.Path, rounds: int, frozen: int):
     """Return {(variant, guided): (cpu ms list, wall ms list)} and the chunk differences."""
     runtimes = {
         variant: FlowMatchingRuntime.load(RuntimeOptions(checkpoint=str(path)),
-                                          use_split=split, trace=trace)
-        for variant, (split, trace) in VARIANTS.items()}
+                                          use_split=split, trace=trace, by_hand=by_hand)
+        for variant, (split, trace, by_hand) in VARIANTS.items()}
     if runtimes['split'].encoder is None:
         raise SystemExit(f'{path} has no split section in its manifest; re-export it')
     if runtimes['traced'].steps is None:
         raise SystemExit(f'the steps of {path} were not traced: {runtimes["traced"].trace_error}')
+    if runtimes['numpy'].hand is None:
+        raise SystemExit(f'{path} is not sampled by the numpy head: '
+                         f'{runtimes["numpy"].hand_error}')
     spec = runtimes['split'].spec
     rng = np.random.default_rng(0)
     values = zero_inputs(spec, 1)
@@ -100,7 +104,7 @@ def measure(path: pathlib.Path, rounds: int, frozen: int):
                 chunks[variant, guided, index] = chunk
     difference = {(v, g): max(float(np.abs(chunks[v, g, i] - chunks['whole', g, i]).max())
                               for i in range(rounds)) for v in runtimes for g in (False, True)}
-    return times, difference, runtimes['traced'].sampler
+    return times, difference, runtimes['numpy'].sampler
 
 
 def main(argv=None):
@@ -130,25 +134,25 @@ def main(argv=None):
              f'frozen rows, execution horizon {sampler.execution_horizon}; {options.rounds} '
              f'chunks per variant, torch on {options.threads} thread(s). Median CPU [ms] per '
              'chunk (wall in brackets).', '',
-             '| chunk | whole | split | traced | whole / traced | split / traced | '
-             'max chunk difference to whole |',
-             '|---|---:|---:|---:|---:|---:|---:|']
+             '| chunk | whole | split | traced | numpy | whole / numpy | split / numpy | '
+             'traced / numpy | max chunk difference to whole |',
+             '|---|---:|---:|---:|---:|---:|---:|---:|---:|']
     median = {key: (np.median(cpu), np.median(wall)) for key, (cpu, wall) in times.items()}
     for guided in (False, True):
-        whole, split, traced = (median[v, guided] for v in VARIANTS)
-        lines.append(f'| {"guided (rtc)" if guided else "plain"} | {whole[0]:.1f} '
-                     f'({whole[1]:.0f}) | {split[0]:.1f} ({split[1]:.0f}) | {traced[0]:.1f} '
-                     f'({traced[1]:.0f}) | {whole[0] / traced[0]:.1f}x | '
-                     f'{split[0] / traced[0]:.1f}x | '
-                     f'{max(difference[v, guided] for v in VARIANTS):.1e} |')
-    ratio = median['traced', True][0] / median['whole', False][0]
-    lines += ['', f'A guided chunk traced costs {ratio:.2f}x '
+        cells = [median[v, guided] for v in VARIANTS]
+        numpy_cpu = cells[-1][0]
+        lines.append(f'| {"guided (rtc)" if guided else "plain"} | '
+                     + ' | '.join(f'{cpu:.1f} ({wall:.0f})' for cpu, wall in cells) + ' | '
+                     + ' | '.join(f'{cpu / numpy_cpu:.1f}x' for cpu, _ in cells[:-1])
+                     + f' | {max(difference[v, guided] for v in VARIANTS):.1e} |')
+    ratio = median['numpy', True][0] / median['whole', False][0]
+    lines += ['', f'A guided chunk with the numpy head costs {ratio:.2f}x '
               'an unguided chunk of the first version.']
     text = '\n'.join(lines)
     print(text)
     command = sys.argv[1:] if argv is None else argv
     (smoke.results_dir(options) / 'flow_guidance.md').write_text(
-        f'# Flow policy: guided sampling cost, whole, split and traced\n\n'
+        f'# Flow policy: guided sampling cost, whole, split, traced and numpy\n\n'
         f'{time.strftime("%Y-%m-%d")}, {os.cpu_count()} cores; '
         f'`./run bench flow_guidance {" ".join(command)}`\n\n{text}\n')
 
