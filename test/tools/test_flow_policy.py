@@ -34,7 +34,8 @@ from remote_inference_py.evaluation import flow
 from remote_inference_py.evaluation.learned import IMAGE_FEATURE
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import PolicyServerCore, Request
-from remote_inference_py.policy_server.flow_runtime import FlowMatchingRuntime, StepGraphs
+from remote_inference_py.policy_server.flow_runtime import (
+    FlowMatchingRuntime, StepGraphs, TracedEncoder)
 from remote_inference_py.policy_server.images import RawImage
 from remote_inference_py.policy_server.loading import load_runtime
 from remote_inference_py.policy_server.manifest import spec_from_dict
@@ -350,8 +351,10 @@ def test_the_split_encodes_once_per_chunk_and_samples_the_same_chunks(split_expo
     assert split.steps is not None and split.trace_error == ''
     assert (whole.hand, split.hand) == (None, None)
     assert hand.hand is not None and hand.hand_error == '' and hand.steps is None
+    assert hand.traced_encoder is not None and hand.encoder_trace_error == ''
     hand.hand.velocity = Counting(hand.hand.velocity)
-    hand.encoder = Counting(hand.encoder)
+    encoder_graphs = hand.traced_encoder.graphs
+    hand.traced_encoder = Counting(hand.traced_encoder)
     untraced.encoder, untraced.head = Counting(untraced.encoder), Counting(untraced.head)
     split.encoder, split.steps.field = Counting(split.encoder), Counting(split.steps.field)
     split.steps.velocity = Counting(split.steps.velocity)
@@ -377,7 +380,9 @@ def test_the_split_encodes_once_per_chunk_and_samples_the_same_chunks(split_expo
     assert sorted((key[0], key[1][0]) for key in split.steps.graphs) == [
         ('guided', 1), ('guided', 2), ('plain', 1), ('plain', 2)]
     # The numpy head: the encoder once per chunk, the hand-written step at every Euler step.
-    assert (hand.encoder.calls, hand.hand.velocity.calls) == (3, 3 * 6)
+    # (its encoder a graph traced per batch size: 1 at load, 2 at the first chunk).
+    assert (hand.traced_encoder.calls, hand.hand.velocity.calls) == (3, 3 * 6)
+    assert sorted(key[0][0][0] for key in encoder_graphs) == [1, 2]
     # Guidance reaches through the head alone: a guided chunk differs from a plain one.
     for runtime in (split, hand):
         runtime.reset(7)
@@ -471,6 +476,32 @@ def test_a_field_that_traces_differently_or_not_at_all_is_sampled_untraced(split
                         r'0\.0001', reason), reason
     steps, reason = StepGraphs.checked(Drifting(0.0), probe)
     assert steps is not None and reason == ''
+    # The encoder of the numpy head's path likewise.
+    encoder, probes = runtime.encoder, [runtime._random_features(seed) for seed in (0, 1)]
+
+    def untraceable_encoder(*features):
+        return 'keypoints'   # not a tensor
+
+    def data_dependent_encoder(*features):
+        return encoder(*features) + float(features[0].sum())   # frozen by the trace
+
+    class DriftingEncoder(torch.nn.Module):
+        def __init__(self, step):
+            super().__init__()
+            self.calls, self.step = 0, step
+
+        def forward(self, *features):
+            self.calls += 1
+            return encoder(*features) * (1.0 + self.calls * self.step)
+
+    traced, reason = TracedEncoder.checked(untraceable_encoder, probes)
+    assert traced is None and reason.startswith('the encoder cannot be traced: ')
+    for module in (data_dependent_encoder, DriftingEncoder(0.05)):
+        traced, reason = TracedEncoder.checked(module, probes)
+        assert traced is None and re.fullmatch(
+            r'the traced encoder differs from the exported one by \S+ > 0\.0001', reason), reason
+    traced, reason = TracedEncoder.checked(DriftingEncoder(0.0), probes)
+    assert traced is not None and reason == ''
 
 
 def test_a_bad_split_is_refused_naming_the_file(tmp_path, split_exports):

@@ -64,7 +64,9 @@ once per chunk. It is used only when the exported head has the flow policy's par
 ``HAND_TOLERANCE`` on probe inputs (:func:`checked_hand_head`); otherwise, or with a head
 not on the CPU or an export without a split, the sampler uses the traced steps and
 :attr:`FlowMatchingRuntime.hand_error` says why. ``by_hand=False`` turns it off. No
-re-export is needed: it is derived from the existing ``model.head.pt2``.
+re-export is needed: it is derived from the existing ``model.head.pt2``. With the numpy head
+the encoder, too, runs as a graph traced per input shapes (:class:`TracedEncoder`, checked at
+load on random inputs; :attr:`FlowMatchingRuntime.encoder_trace_error` says why not).
 
 Determinism: the same inputs, plans and generator state give the same chunk. The evaluation
 calls :meth:`~FlowMatchingRuntime.reset` with each episode's seed before the episode, so an
@@ -148,6 +150,11 @@ class FlowMatchingRuntime(PolicyRuntime):
                 self.hand_error = f'the head runs on {device.type}, the numpy head on the CPU'
             else:
                 self.hand, self.hand_error = checked_hand_head(self.head, spec, self._probe())
+        self.traced_encoder: Optional[TracedEncoder] = None
+        self.encoder_trace_error = ''
+        if self.hand is not None:
+            self.traced_encoder, self.encoder_trace_error = TracedEncoder.checked(
+                self.encoder, [self._random_features(seed) for seed in (0, 1)])
         if trace and self.hand is None:
             self.steps, self.trace_error = StepGraphs.checked(
                 self.head if self.encoder is not None else model, self._probe())
@@ -163,6 +170,20 @@ class FlowMatchingRuntime(PolicyRuntime):
         generator = torch.Generator(device='cpu').manual_seed(0)
         x_t = torch.randn((1, self.spec.chunk_length, self.actions), generator=generator)
         return x_t.to(self.torch_device), features
+
+    def _random_features(self, seed: int = 0):
+        """Return the manifest's inputs at batch 1 filled with seeded random values."""
+        import torch
+        from remote_inference_py.policy_server.runtimes import zero_inputs
+        rng = np.random.default_rng(seed)
+        features = []
+        for value in zero_inputs(self.spec, 1).values():
+            if value.dtype == np.uint8:
+                value[:] = rng.integers(0, 256, value.shape)
+            else:
+                value[:] = rng.normal(0.0, 0.5, value.shape)
+            features.append(torch.from_numpy(value).to(self.torch_device))
+        return features
 
     @classmethod
     def load(cls, options: RuntimeOptions, use_split: bool = True,
@@ -220,7 +241,7 @@ class FlowMatchingRuntime(PolicyRuntime):
         targets, weights = self._guidance(prefixes, batch)
         noise = torch.randn(shape, generator=self.generator, dtype=torch.float32)
         if self.hand is not None:
-            encoding, = encode(self.encoder, features)
+            encoding, = encode(self.traced_encoder or self.encoder, features)
             return sample_by_hand(self.hand, noise.numpy(), encoding.numpy(), self.sampler,
                                   targets, weights)
         if targets is not None:
@@ -265,6 +286,7 @@ class FlowMatchingRuntime(PolicyRuntime):
     def close(self) -> None:
         """Drop the model."""
         self.model = self.encoder = self.head = self.steps = self.hand = None
+        self.traced_encoder = None
 
 
 def read_sampler(manifest: pathlib.Path) -> SamplerSettings:
@@ -479,6 +501,57 @@ def guided_step(field, x_t, t, remaining, weight, targets, weights, *features):
     predicted, pull_back, velocity = torch.func.vjp(predict, x_t, has_aux=True)
     correction, = pull_back(weights * (targets - predicted))
     return velocity + weight * correction
+
+
+class TracedEncoder:
+    """The split's encoder as a graph traced once per input shapes (``torch.jit.trace``).
+
+    The exported encoder runs op by op from Python, with its input checks; the traced graph
+    runs the same operations in TorchScript's interpreter, about twice as fast at batch 1.
+    """
+
+    def __init__(self, encoder):
+        """Trace ``encoder`` lazily, once per input shapes and types."""
+        self.encoder = encoder
+        self.graphs = {}
+
+    @classmethod
+    def checked(cls, encoder, probes):
+        """Return (TracedEncoder, '') if it encodes each of ``probes`` as ``encoder`` does.
+
+        The graph is traced on the first probe and compared on all of them, so a value the
+        trace froze from the first probe's data shows on the others. Otherwise (None, the
+        reason): the runtime then runs the exported encoder.
+        """
+        traced = cls(encoder)
+        differences = []
+        for features in probes:
+            try:
+                got = encode(traced, features)
+            except Exception as error:  # noqa: B902 - tracing raises many types
+                return None, f'the encoder cannot be traced: {first_line(error)}'
+            expected = encode(encoder, features)
+            if len(got) != len(expected) or any(a.shape != b.shape
+                                                for a, b in zip(got, expected)):
+                return None, 'the traced encoder gives other outputs than the exported one'
+            differences += [float((a - b).abs().max()) for a, b in zip(got, expected)]
+        if not all(d <= TRACE_TOLERANCE for d in differences):
+            return None, (f'the traced encoder differs from the exported one by '
+                          f'{max(differences):.3g} > {TRACE_TOLERANCE}')
+        return traced, ''
+
+    def __call__(self, *features):
+        """Return the encoder's output(s) for ``features``."""
+        import warnings
+        import torch
+        key = tuple((tuple(f.shape), f.dtype) for f in features)
+        graph = self.graphs.get(key)
+        if graph is None:
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter('ignore')
+                graph = self.graphs[key] = torch.jit.trace(self.encoder, tuple(features),
+                                                           check_trace=False)
+        return graph(*features)
 
 
 class StepGraphs:
