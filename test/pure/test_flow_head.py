@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from remote_inference_py.evaluation import flow
-from remote_inference_py.policy_server.flow_head import HeadMismatch, MlpHead
+from remote_inference_py.policy_server.flow_head import HeadMismatch, MlpHead, OneBlasThread
 
 torch = pytest.importorskip('torch')
 
@@ -101,3 +101,23 @@ def test_a_head_of_other_names_or_shapes_is_named(network):
     with pytest.raises(HeadMismatch, match=r'the encoding has shape \[1, 6\]; expected '
                                            r'\[batch, 7\]'):
         head.prepare(np.zeros((1, 6), np.float32))
+
+
+def test_numpy_products_run_on_one_blas_thread_inside_and_as_before_after():
+    blas = np.show_config(mode='dicts')['Build Dependencies']['blas']['name']
+    functions = OneBlasThread.functions()
+    if 'openblas' not in blas:
+        assert functions is None
+        pytest.skip(f'numpy uses {blas}, not OpenBLAS')
+    get, set_ = functions
+    before = get()
+    try:
+        set_(2)
+        with OneBlasThread():
+            assert get() == 1
+        assert get() == 2
+        with pytest.raises(ZeroDivisionError), OneBlasThread():
+            1 / 0
+        assert get() == 2
+    finally:
+        set_(before)

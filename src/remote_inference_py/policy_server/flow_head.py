@@ -58,6 +58,69 @@ PREFIX = 'policy.'
 """Prefix of the head's parameter and buffer names in the export."""
 
 
+BLAS_LIBRARY_NAMES = ('openblas',)
+"""Shared libraries whose thread count :class:`OneBlasThread` sets (by name in the process)."""
+BLAS_THREAD_SYMBOLS = ('scipy_openblas_{}_num_threads64_', 'scipy_openblas_{}_num_threads',
+                       'openblas_{}_num_threads64_', 'openblas_{}_num_threads')
+"""Names of OpenBLAS's get / set thread count functions, as numpy's wheels have built it."""
+
+
+class OneBlasThread:
+    """While active, numpy's matrix products run on one thread (OpenBLAS), then as before.
+
+    OpenBLAS splits a product of a few rows by a 512 x 512 matrix over every core: on a
+    2-core host busy with other work that made a batch-2 step 7-10x slower than one thread.
+    The functions are found in the OpenBLAS library loaded in the process (Linux:
+    ``/proc/self/maps``); without one (another BLAS, another system) this does nothing.
+    """
+
+    _functions = None
+
+    @classmethod
+    def functions(cls):
+        """Return OpenBLAS's (get, set) thread count functions, or None (looked up once)."""
+        if cls._functions is None:
+            cls._functions = cls._find() or ()
+        return cls._functions or None
+
+    @staticmethod
+    def _find():
+        import ctypes
+        try:
+            with open('/proc/self/maps') as maps:
+                paths = {line.split()[-1] for line in maps if '/' in line}
+        except OSError:
+            return None
+        for path in sorted(paths):
+            if not any(name in path.rsplit('/', 1)[-1] for name in BLAS_LIBRARY_NAMES):
+                continue
+            try:
+                library = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for symbol in BLAS_THREAD_SYMBOLS:
+                get = getattr(library, symbol.format('get'), None)
+                set_ = getattr(library, symbol.format('set'), None)
+                if get is not None and set_ is not None:
+                    get.restype, set_.argtypes = ctypes.c_int, [ctypes.c_int]
+                    return get, set_
+        return None
+
+    def __enter__(self):
+        """Set one thread, remembering the count before."""
+        functions = self.functions()
+        self.before = functions[0]() if functions else None
+        if self.before is not None and self.before != 1:
+            functions[1](1)
+        return self
+
+    def __exit__(self, *exc):
+        """Restore the thread count."""
+        if self.before is not None and self.before != 1:
+            self.functions()[1](self.before)
+        return False
+
+
 class HeadMismatch(ValueError):
     """The exported head is not the flow policy's MLP; the message says what differs."""
 

@@ -79,7 +79,7 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
-from remote_inference_py.policy_server.flow_head import HeadMismatch, MlpHead
+from remote_inference_py.policy_server.flow_head import HeadMismatch, MlpHead, OneBlasThread
 from remote_inference_py.policy_server.manifest import (
     FLOW_MATCHING, load_manifest, ManifestError, PolicySpec, read_manifest_data)
 from remote_inference_py.policy_server.runtimes import (
@@ -242,8 +242,9 @@ class FlowMatchingRuntime(PolicyRuntime):
         noise = torch.randn(shape, generator=self.generator, dtype=torch.float32)
         if self.hand is not None:
             encoding, = encode(self.traced_encoder or self.encoder, features)
-            return sample_by_hand(self.hand, noise.numpy(), encoding.numpy(), self.sampler,
-                                  targets, weights)
+            with OneBlasThread():
+                return sample_by_hand(self.hand, noise.numpy(), encoding.numpy(), self.sampler,
+                                      targets, weights)
         if targets is not None:
             targets, weights = (torch.from_numpy(v).to(self.torch_device)
                                 for v in (targets, weights))
