@@ -13,16 +13,19 @@
 # limitations under the License.
 
 """
-Flow policy: CPU per chunk, plain and guided (real-time chunking), three ways of sampling.
+Flow policy: CPU per chunk, plain and guided (real-time chunking), four ways of sampling.
 
 ``whole``: the sampler integrates ``model.pt2`` (image encoder + velocity head) at every Euler
 step, op by op, and a guided step pulls the plan's error back through all of it with autograd
 (the first version). ``split``: the export's ``split`` (``model.encoder.pt2`` +
 ``model.head.pt2``), the image encoded once per chunk and only the head run (and
-differentiated) per step, still op by op. ``traced`` (the default now): the split, each Euler
-step one traced graph (the guided one with its vector-Jacobian product inside). All three load
-the same export through ``FlowMatchingRuntime.load`` (``use_split``, ``trace``) and sample the
-same chunks: the table gives the largest difference to ``whole`` for the same seed.
+differentiated) per step, still op by op. ``traced`` (the previous default): the split, each Euler
+step one traced graph (the guided one with its vector-Jacobian product inside). ``numpy`` (the
+default now): the split's head run in numpy, its vector-Jacobian product written by hand
+(:mod:`remote_inference_py.policy_server.flow_head`), the encoder a traced graph. All four
+load the same export through ``FlowMatchingRuntime.load`` (``use_split``, ``trace``,
+``by_hand``) and sample the same chunks: the table gives the largest difference to ``whole``
+for the same seed. A second table times the parts of a ``numpy`` chunk alone.
 
 The policy is ``--policy DIR/model.pt2`` (a trained export with a split), or by default the
 shipped architecture (:func:`remote_inference_py.evaluation.flow.make_flow_model` with the
@@ -104,7 +107,42 @@ def measure(path: pathlib.Path, rounds: int, frozen: int):
                 chunks[variant, guided, index] = chunk
     difference = {(v, g): max(float(np.abs(chunks[v, g, i] - chunks['whole', g, i]).max())
                               for i in range(rounds)) for v in runtimes for g in (False, True)}
-    return times, difference, runtimes['numpy'].sampler
+    return times, difference, runtimes['numpy'].sampler, parts(runtimes['numpy'], values,
+                                                               plan, rounds)
+
+
+def parts(runtime: FlowMatchingRuntime, values, plan: np.ndarray, rounds: int):
+    """Return {part: median CPU ms} of a numpy-head chunk's parts, each timed alone."""
+    import torch
+    from remote_inference_py.policy_server.flow_head import OneBlasThread
+    from remote_inference_py.policy_server.flow_runtime import encode
+    head = runtime.hand
+    features = [torch.from_numpy(values[f.name]) for f in runtime.spec.features]
+    encoding = encode(runtime.traced_encoder, features)[0].numpy()
+    context = head.prepare(encoding)
+    rng = np.random.default_rng(1)
+    x = rng.normal(0.0, 1.0, (1, head.size)).astype(np.float32)
+    weights = np.ones((1, head.size), np.float32)
+    targets = plan.reshape(1, -1)
+    row = rng.normal(0.0, 1.0, (1, head.weights[1].shape[1])).astype(np.float32)
+    hidden = head.weights[1]
+    functions = {
+        'encoder, exported (op by op)': (1, lambda: encode(runtime.encoder, features)),
+        'encoder, traced': (1, lambda: encode(runtime.traced_encoder, features)),
+        'plain step (numpy)': (10, lambda: head.velocity(context, x, 0.3)),
+        'guided step (numpy)': (10, lambda: head.velocity(context, x, 0.3, 2.0, targets,
+                                                          weights)),
+        f'one product [1, {hidden.shape[1]}] x [{hidden.shape[1]}, {hidden.shape[0]}]': (
+            10, lambda: row @ hidden.T)}
+    times = {name: [] for name in functions}
+    with OneBlasThread():
+        for _ in range(rounds):
+            for name, (repeat, function) in functions.items():
+                cpu = time.process_time()
+                for _ in range(repeat):
+                    function()
+                times[name].append((time.process_time() - cpu) * 1e3 / repeat)
+    return {name: float(np.median(values)) for name, values in times.items()}
 
 
 def main(argv=None):
@@ -127,7 +165,7 @@ def main(argv=None):
         path = (pathlib.Path(options.policy) if options.policy
                 else make_policy(pathlib.Path(folder), options.steps,
                                  options.hidden))
-        times, difference, sampler = measure(path, options.rounds, options.frozen)
+        times, difference, sampler, part_times = measure(path, options.rounds, options.frozen)
     policy = options.policy or (f'shipped architecture (head width {options.hidden}), random '
                                 'weights')
     lines = [f'Policy: {policy}; {sampler.steps} Euler steps, a plan with {options.frozen} '
@@ -147,7 +185,10 @@ def main(argv=None):
                      + f' | {max(difference[v, guided] for v in VARIANTS):.1e} |')
     ratio = median['numpy', True][0] / median['whole', False][0]
     lines += ['', f'A guided chunk with the numpy head costs {ratio:.2f}x '
-              'an unguided chunk of the first version.']
+              'an unguided chunk of the first version.', '',
+              'Parts of a numpy-head chunk, each timed alone (median CPU per call, one BLAS '
+              'thread):', '', '| part | CPU [ms] |', '|---|---:|']
+    lines += [f'| {name} | {value:.3f} |' for name, value in part_times.items()]
     text = '\n'.join(lines)
     print(text)
     command = sys.argv[1:] if argv is None else argv
