@@ -13,16 +13,19 @@
 # limitations under the License.
 
 """
-Flow policy: CPU per chunk, plain and guided (real-time chunking), three ways of sampling.
+Flow policy: CPU per chunk, plain and guided (real-time chunking), four ways of sampling.
 
 ``whole``: the sampler integrates ``model.pt2`` (image encoder + velocity head) at every Euler
 step, op by op, and a guided step pulls the plan's error back through all of it with autograd
 (the first version). ``split``: the export's ``split`` (``model.encoder.pt2`` +
 ``model.head.pt2``), the image encoded once per chunk and only the head run (and
-differentiated) per step, still op by op. ``traced`` (the default now): the split, each Euler
-step one traced graph (the guided one with its vector-Jacobian product inside). All three load
-the same export through ``FlowMatchingRuntime.load`` (``use_split``, ``trace``) and sample the
-same chunks: the table gives the largest difference to ``whole`` for the same seed.
+differentiated) per step, still op by op. ``traced`` (the previous default): the split, each Euler
+step one traced graph (the guided one with its vector-Jacobian product inside). ``numpy`` (the
+default now): the split's head run in numpy, its vector-Jacobian product written by hand
+(:mod:`remote_inference_py.policy_server.flow_head`), the encoder a traced graph. All four
+load the same export through ``FlowMatchingRuntime.load`` (``use_split``, ``trace``,
+``by_hand``) and sample the same chunks: the table gives the largest difference to ``whole``
+for the same seed. A second table times the parts of a ``numpy`` chunk alone.
 
 The policy is ``--policy DIR/model.pt2`` (a trained export with a split), or by default the
 shipped architecture (:func:`remote_inference_py.evaluation.flow.make_flow_model` with the
@@ -61,20 +64,24 @@ def make_policy(folder: pathlib.Path, steps: int, hidden: int) -> pathlib.Path:
     return flow.export_flow(model, (96, 96), mean, std, folder, SamplerSettings(steps=steps))
 
 
-VARIANTS = {'whole': (False, False), 'split': (True, False), 'traced': (True, True)}
-"""Variant: (use_split, trace)."""
+VARIANTS = {'whole': (False, False, False), 'split': (True, False, False),
+            'traced': (True, True, False), 'numpy': (True, False, True)}
+"""Variant: (use_split, trace, by_hand)."""
 
 
 def measure(path: pathlib.Path, rounds: int, frozen: int):
     """Return {(variant, guided): (cpu ms list, wall ms list)} and the chunk differences."""
     runtimes = {
         variant: FlowMatchingRuntime.load(RuntimeOptions(checkpoint=str(path)),
-                                          use_split=split, trace=trace)
-        for variant, (split, trace) in VARIANTS.items()}
+                                          use_split=split, trace=trace, by_hand=by_hand)
+        for variant, (split, trace, by_hand) in VARIANTS.items()}
     if runtimes['split'].encoder is None:
         raise SystemExit(f'{path} has no split section in its manifest; re-export it')
     if runtimes['traced'].steps is None:
         raise SystemExit(f'the steps of {path} were not traced: {runtimes["traced"].trace_error}')
+    if runtimes['numpy'].hand is None:
+        raise SystemExit(f'{path} is not sampled by the numpy head: '
+                         f'{runtimes["numpy"].hand_error}')
     spec = runtimes['split'].spec
     rng = np.random.default_rng(0)
     values = zero_inputs(spec, 1)
@@ -100,7 +107,43 @@ def measure(path: pathlib.Path, rounds: int, frozen: int):
                 chunks[variant, guided, index] = chunk
     difference = {(v, g): max(float(np.abs(chunks[v, g, i] - chunks['whole', g, i]).max())
                               for i in range(rounds)) for v in runtimes for g in (False, True)}
-    return times, difference, runtimes['traced'].sampler
+    return times, difference, runtimes['numpy'].sampler, parts(runtimes['numpy'], values,
+                                                               plan, rounds)
+
+
+def parts(runtime: FlowMatchingRuntime, values, plan: np.ndarray, rounds: int):
+    """Return {part: median CPU ms} of a numpy-head chunk's parts, each timed alone."""
+    import torch
+    from remote_inference_py.policy_server.flow_head import OneBlasThread
+    from remote_inference_py.policy_server.flow_runtime import encode
+    head = runtime.hand
+    features = [torch.from_numpy(values[f.name]) for f in runtime.spec.features]
+    encoding = encode(runtime.traced_encoder, features)[0].numpy()
+    context = head.prepare(encoding)
+    rng = np.random.default_rng(1)
+    x = rng.normal(0.0, 1.0, (1, head.size)).astype(np.float32)
+    weights = np.ones((1, head.size), np.float32)
+    targets = plan.reshape(1, -1)
+    row = rng.normal(0.0, 1.0, (1, head.weights[1].shape[1])).astype(np.float32)
+    hidden = head.weights[1]
+    functions = {
+        'encoder, exported (op by op)': (1, lambda: encode(runtime.encoder, features)),
+        'encoder, traced': (1, lambda: encode(runtime.traced_encoder, features)),
+        'plain step (numpy)': (10, lambda: head.velocity(context, x, 0.3)),
+        'guided step (numpy)': (10, lambda: head.velocity(context, x, 0.3, 2.0, targets,
+                                                          weights)),
+        f'one product [1, {hidden.shape[1]}] x [{hidden.shape[1]}, {hidden.shape[0]}]': (
+            10, lambda: row @ hidden.T)}
+    times = {name: [] for name in functions}
+    with OneBlasThread():
+        for _ in range(rounds):
+            for name, (repeat, function) in functions.items():
+                function()   # untimed: the part's data in cache, as within a chunk
+                cpu = time.process_time()
+                for _ in range(repeat):
+                    function()
+                times[name].append((time.process_time() - cpu) * 1e3 / repeat)
+    return {name: float(np.median(values)) for name, values in times.items()}
 
 
 def main(argv=None):
@@ -123,32 +166,35 @@ def main(argv=None):
         path = (pathlib.Path(options.policy) if options.policy
                 else make_policy(pathlib.Path(folder), options.steps,
                                  options.hidden))
-        times, difference, sampler = measure(path, options.rounds, options.frozen)
+        times, difference, sampler, part_times = measure(path, options.rounds, options.frozen)
     policy = options.policy or (f'shipped architecture (head width {options.hidden}), random '
                                 'weights')
     lines = [f'Policy: {policy}; {sampler.steps} Euler steps, a plan with {options.frozen} '
              f'frozen rows, execution horizon {sampler.execution_horizon}; {options.rounds} '
              f'chunks per variant, torch on {options.threads} thread(s). Median CPU [ms] per '
              'chunk (wall in brackets).', '',
-             '| chunk | whole | split | traced | whole / traced | split / traced | '
-             'max chunk difference to whole |',
-             '|---|---:|---:|---:|---:|---:|---:|']
+             '| chunk | whole | split | traced | numpy | whole / numpy | split / numpy | '
+             'traced / numpy | max chunk difference to whole |',
+             '|---|---:|---:|---:|---:|---:|---:|---:|---:|']
     median = {key: (np.median(cpu), np.median(wall)) for key, (cpu, wall) in times.items()}
     for guided in (False, True):
-        whole, split, traced = (median[v, guided] for v in VARIANTS)
-        lines.append(f'| {"guided (rtc)" if guided else "plain"} | {whole[0]:.1f} '
-                     f'({whole[1]:.0f}) | {split[0]:.1f} ({split[1]:.0f}) | {traced[0]:.1f} '
-                     f'({traced[1]:.0f}) | {whole[0] / traced[0]:.1f}x | '
-                     f'{split[0] / traced[0]:.1f}x | '
-                     f'{max(difference[v, guided] for v in VARIANTS):.1e} |')
-    ratio = median['traced', True][0] / median['whole', False][0]
-    lines += ['', f'A guided chunk traced costs {ratio:.2f}x '
-              'an unguided chunk of the first version.']
+        cells = [median[v, guided] for v in VARIANTS]
+        numpy_cpu = cells[-1][0]
+        lines.append(f'| {"guided (rtc)" if guided else "plain"} | '
+                     + ' | '.join(f'{cpu:.1f} ({wall:.0f})' for cpu, wall in cells) + ' | '
+                     + ' | '.join(f'{cpu / numpy_cpu:.1f}x' for cpu, _ in cells[:-1])
+                     + f' | {max(difference[v, guided] for v in VARIANTS):.1e} |')
+    ratio = median['numpy', True][0] / median['whole', False][0]
+    lines += ['', f'A guided chunk with the numpy head costs {ratio:.2f}x '
+              'an unguided chunk of the first version.', '',
+              'Parts of a numpy-head chunk, each timed alone after an untimed call (median CPU '
+              'per call, one BLAS thread):', '', '| part | CPU [ms] |', '|---|---:|']
+    lines += [f'| {name} | {value:.3f} |' for name, value in part_times.items()]
     text = '\n'.join(lines)
     print(text)
     command = sys.argv[1:] if argv is None else argv
     (smoke.results_dir(options) / 'flow_guidance.md').write_text(
-        f'# Flow policy: guided sampling cost, whole, split and traced\n\n'
+        f'# Flow policy: guided sampling cost, whole, split, traced and numpy\n\n'
         f'{time.strftime("%Y-%m-%d")}, {os.cpu_count()} cores; '
         f'`./run bench flow_guidance {" ".join(command)}`\n\n{text}\n')
 

@@ -34,7 +34,8 @@ from remote_inference_py.evaluation import flow
 from remote_inference_py.evaluation.learned import IMAGE_FEATURE
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import PolicyServerCore, Request
-from remote_inference_py.policy_server.flow_runtime import FlowMatchingRuntime, StepGraphs
+from remote_inference_py.policy_server.flow_runtime import (
+    FlowMatchingRuntime, StepGraphs, TracedEncoder)
 from remote_inference_py.policy_server.images import RawImage
 from remote_inference_py.policy_server.loading import load_runtime
 from remote_inference_py.policy_server.manifest import spec_from_dict
@@ -339,13 +340,21 @@ def test_the_split_encodes_once_per_chunk_and_samples_the_same_chunks(split_expo
     manifest = json.loads(path.with_suffix('.json').read_text())
     assert manifest['split'] == {'encoder': 'model.encoder.pt2', 'head': 'model.head.pt2'}
     options = RuntimeOptions(checkpoint=str(path))
-    # Before: model.pt2 at every step, op by op; the split op by op; the split traced.
-    whole = FlowMatchingRuntime.load(options, use_split=False, trace=False)
-    untraced = FlowMatchingRuntime.load(options, trace=False)
-    split = load(path)
+    # Before: model.pt2 at every step, op by op; the split op by op; the split traced; now
+    # (the default): the split's head in numpy, its backward pass written by hand.
+    whole = FlowMatchingRuntime.load(options, use_split=False, trace=False, by_hand=False)
+    untraced = FlowMatchingRuntime.load(options, trace=False, by_hand=False)
+    split = FlowMatchingRuntime.load(options, by_hand=False)
+    hand = load(path)
     assert whole.encoder is None and split.encoder is not None
     assert whole.steps is None and untraced.steps is None
     assert split.steps is not None and split.trace_error == ''
+    assert (whole.hand, split.hand) == (None, None)
+    assert hand.hand is not None and hand.hand_error == '' and hand.steps is None
+    assert hand.traced_encoder is not None and hand.encoder_trace_error == ''
+    hand.hand.velocity = Counting(hand.hand.velocity)
+    encoder_graphs = hand.traced_encoder.graphs
+    hand.traced_encoder = Counting(hand.traced_encoder)
     untraced.encoder, untraced.head = Counting(untraced.encoder), Counting(untraced.head)
     split.encoder, split.steps.field = Counting(split.encoder), Counting(split.steps.field)
     split.steps.velocity = Counting(split.steps.velocity)
@@ -356,11 +365,11 @@ def test_the_split_encodes_once_per_chunk_and_samples_the_same_chunks(split_expo
     plan = rng.normal(0.0, 1.0, (STEPS, JOINTS)).astype(np.float32)
     for prefixes in (None, [Prefix(plan, 5), None], [Prefix(plan, 0), Prefix(plan[:12], 3)]):
         chunks = []
-        for runtime in (whole, untraced, split):
+        for runtime in (whole, untraced, split, hand):
             runtime.reset(7)
             chunks.append(runtime.infer(values, ['', ''], prefixes))
-        np.testing.assert_allclose(chunks[1], chunks[0], rtol=0, atol=1e-5)
-        np.testing.assert_allclose(chunks[2], chunks[0], rtol=0, atol=1e-5)
+        for chunk in chunks[1:]:
+            np.testing.assert_allclose(chunk, chunks[0], rtol=0, atol=1e-5)
         assert np.abs(chunks[0]).max() > 0.1   # a chunk, not zeros
     # Three chunks (batch of 2): the image encoded once per chunk, the head at every step.
     assert (untraced.encoder.calls, untraced.head.calls) == (3, 3 * 6)
@@ -370,13 +379,74 @@ def test_the_split_encodes_once_per_chunk_and_samples_the_same_chunks(split_expo
     assert split.steps.field.calls == 2
     assert sorted((key[0], key[1][0]) for key in split.steps.graphs) == [
         ('guided', 1), ('guided', 2), ('plain', 1), ('plain', 2)]
+    # The numpy head: the encoder once per chunk, the hand-written step at every Euler step.
+    # (its encoder a graph traced per batch size: 1 at load, 2 at the first chunk).
+    assert (hand.traced_encoder.calls, hand.hand.velocity.calls) == (3, 3 * 6)
+    assert sorted(key[0][0][0] for key in encoder_graphs) == [1, 2]
     # Guidance reaches through the head alone: a guided chunk differs from a plain one.
-    split.reset(7)
-    guided = split.infer(values, ['', ''], [Prefix(plan, 5), None])
-    split.reset(7)
-    plain = split.infer(values, ['', ''])
-    assert np.abs(guided - plain)[0, :5].mean() > 1e-3
-    np.testing.assert_array_equal(guided[1], plain[1])
+    for runtime in (split, hand):
+        runtime.reset(7)
+        guided = runtime.infer(values, ['', ''], [Prefix(plan, 5), None])
+        runtime.reset(7)
+        plain = runtime.infer(values, ['', ''])
+        assert np.abs(guided - plain)[0, :5].mean() > 1e-3
+        np.testing.assert_array_equal(guided[1], plain[1])
+
+
+def test_the_numpy_head_is_used_only_when_it_equals_the_exported_head(
+        split_exports, monkeypatch):
+    from remote_inference_py.policy_server import flow_head, flow_runtime
+    reference = FlowMatchingRuntime.load(RuntimeOptions(checkpoint=str(split_exports[0])),
+                                         trace=False, by_hand=False)
+    spec, probe = reference.spec, reference._probe()
+
+    def runtime(split=(reference.encoder, reference.head)):
+        """A runtime of the same export, its steps untraced when the numpy head is refused."""
+        return FlowMatchingRuntime(spec, reference.model, reference.torch_device, 'probe',
+                                   reference.sampler, split, trace=False)
+
+    def check(head=reference.head):
+        return flow_runtime.checked_hand_head(head, spec, probe)
+
+    checked = check()[0].checked_difference
+    assert 0 < checked < flow_runtime.HAND_TOLERANCE
+    # The tolerance's edge: the largest difference of the check passes, just below it not.
+    monkeypatch.setattr(flow_runtime, 'HAND_TOLERANCE', checked)
+    assert check()[0] is not None
+    monkeypatch.setattr(flow_runtime, 'HAND_TOLERANCE', checked * 0.999)
+    hand, reason = check()
+    assert hand is None and re.fullmatch(
+        r"the numpy head's (plain|guided) step at t = \S+ differs from the exported head by "
+        r'\S+ \(relative\) > \S+', reason), reason
+    monkeypatch.undo()
+    # A wrong activation derivative (the backward pass only): refused at load, and the
+    # runtime samples with the exported head, the same chunks as without the numpy head.
+    monkeypatch.setattr(flow_head, '_silu_derivative', lambda h, sigma: sigma)
+    broken = runtime()
+    assert broken.hand is None
+    assert broken.hand_error.startswith("the numpy head's guided step at t = 0.0 differs")
+    values = zero_inputs(spec, 1)
+    plan = np.linspace(-1.0, 1.0, STEPS * JOINTS, dtype=np.float32).reshape(STEPS, JOINTS)
+    chunks = []
+    for sampler in (reference, broken):
+        sampler.reset(3)
+        chunks.append(sampler.infer(values, [''], [Prefix(plan, 4)]))
+    np.testing.assert_array_equal(chunks[1], chunks[0])
+    # A head that is not the flow policy's MLP, and an export without a split, are named.
+    assert runtime(None).hand_error == 'the export has no split (encoder and head)'
+    head = reference.head
+    state = dict(head.named_parameters())
+    del state['policy.head.2.bias']
+
+    class Renamed(torch.nn.Module):
+        def named_parameters(self):
+            return iter(state.items())
+
+        def named_buffers(self):
+            return head.named_buffers()
+
+    assert check(Renamed()) == (
+        None, "the head is not the flow policy's MLP: the head has no policy.head.2.bias")
 
 
 def test_a_field_that_traces_differently_or_not_at_all_is_sampled_untraced(split_exports):
@@ -406,6 +476,32 @@ def test_a_field_that_traces_differently_or_not_at_all_is_sampled_untraced(split
                         r'0\.0001', reason), reason
     steps, reason = StepGraphs.checked(Drifting(0.0), probe)
     assert steps is not None and reason == ''
+    # The encoder of the numpy head's path likewise.
+    encoder, probes = runtime.encoder, [runtime._random_features(seed) for seed in (0, 1)]
+
+    def untraceable_encoder(*features):
+        return 'keypoints'   # not a tensor
+
+    def data_dependent_encoder(*features):
+        return encoder(*features) + float(features[0].sum())   # frozen by the trace
+
+    class DriftingEncoder(torch.nn.Module):
+        def __init__(self, step):
+            super().__init__()
+            self.calls, self.step = 0, step
+
+        def forward(self, *features):
+            self.calls += 1
+            return encoder(*features) * (1.0 + self.calls * self.step)
+
+    traced, reason = TracedEncoder.checked(untraceable_encoder, probes)
+    assert traced is None and reason.startswith('the encoder cannot be traced: ')
+    for module in (data_dependent_encoder, DriftingEncoder(0.05)):
+        traced, reason = TracedEncoder.checked(module, probes)
+        assert traced is None and re.fullmatch(
+            r'the traced encoder differs from the exported one by \S+ > 0\.0001', reason), reason
+    traced, reason = TracedEncoder.checked(DriftingEncoder(0.0), probes)
+    assert traced is not None and reason == ''
 
 
 def test_a_bad_split_is_refused_naming_the_file(tmp_path, split_exports):

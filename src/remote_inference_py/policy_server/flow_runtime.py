@@ -54,6 +54,20 @@ autograd pass. Both are checked at load on a probe input against the untraced st
 untraced (:attr:`FlowMatchingRuntime.trace_error` says why). ``trace=False`` samples untraced
 (the benchmark's "before").
 
+The numpy head (the default when it applies): the shipped flow policy's head is a small MLP,
+and at batch 1 a traced step still spends most of its time running ~100 small operations one
+at a time. :mod:`.flow_head` runs the head's forward pass and its vector-Jacobian product in
+numpy, written out by hand (the matrix products and the activation derivatives), with the
+weights read from the exported head at load and what does not depend on ``x_t`` computed
+once per chunk. It is used only when the exported head has the flow policy's parameters
+(by name and shape) and its plain and guided steps equal the exported head's within
+``HAND_TOLERANCE`` on probe inputs (:func:`checked_hand_head`); otherwise, or with a head
+not on the CPU or an export without a split, the sampler uses the traced steps and
+:attr:`FlowMatchingRuntime.hand_error` says why. ``by_hand=False`` turns it off. No
+re-export is needed: it is derived from the existing ``model.head.pt2``. With the numpy head
+the encoder, too, runs as a graph traced per input shapes (:class:`TracedEncoder`, checked at
+load on random inputs; :attr:`FlowMatchingRuntime.encoder_trace_error` says why not).
+
 Determinism: the same inputs, plans and generator state give the same chunk. The evaluation
 calls :meth:`~FlowMatchingRuntime.reset` with each episode's seed before the episode, so an
 episode does not depend on the ones run before it; a server process never resets, its noise
@@ -65,6 +79,7 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
+from remote_inference_py.policy_server.flow_head import HeadMismatch, MlpHead, OneBlasThread
 from remote_inference_py.policy_server.manifest import (
     FLOW_MATCHING, load_manifest, ManifestError, PolicySpec, read_manifest_data)
 from remote_inference_py.policy_server.runtimes import (
@@ -79,6 +94,11 @@ SPLIT_TOLERANCE = 1e-4
 """Largest difference between the split and the whole velocity field at load [action units]."""
 TRACE_TOLERANCE = 1e-4
 """Largest difference between a traced and an untraced step at load [action units]."""
+HAND_TOLERANCE = 1e-5
+"""Largest difference between the numpy head's step and the exported head's at load, relative
+to the largest velocity of the probe (at least 1 action unit per unit of flow time)."""
+HAND_PROBE_TIMES = (0.0, 0.3, 0.97)
+"""Flow times of the load check of the numpy head (0.97: where ``1 - t`` is floored)."""
 
 
 def overrides_from_options(options: RuntimeOptions) -> SamplerOverrides:
@@ -102,7 +122,8 @@ class FlowMatchingRuntime(PolicyRuntime):
     supports_prefix = True
 
     def __init__(self, spec: PolicySpec, model, device, source: str,
-                 sampler: SamplerSettings, split=None, trace: bool = True):
+                 sampler: SamplerSettings, split=None, trace: bool = True,
+                 by_hand: bool = True):
         """Wrap a loaded velocity field (and its (encoder, head) split); use :meth:`load`."""
         super().__init__(spec, str(device), source)
         import torch
@@ -120,7 +141,21 @@ class FlowMatchingRuntime(PolicyRuntime):
                 parameter.requires_grad_(False)
         self.steps: Optional[StepGraphs] = None
         self.trace_error = ''
-        if trace:
+        self.hand: Optional[MlpHead] = None
+        self.hand_error = ''
+        if by_hand:
+            if self.encoder is None:
+                self.hand_error = 'the export has no split (encoder and head)'
+            elif device.type != 'cpu':
+                self.hand_error = f'the head runs on {device.type}, the numpy head on the CPU'
+            else:
+                self.hand, self.hand_error = checked_hand_head(self.head, spec, self._probe())
+        self.traced_encoder: Optional[TracedEncoder] = None
+        self.encoder_trace_error = ''
+        if self.hand is not None:
+            self.traced_encoder, self.encoder_trace_error = TracedEncoder.checked(
+                self.encoder, [self._random_features(seed) for seed in (0, 1)])
+        if trace and self.hand is None:
             self.steps, self.trace_error = StepGraphs.checked(
                 self.head if self.encoder is not None else model, self._probe())
 
@@ -136,15 +171,31 @@ class FlowMatchingRuntime(PolicyRuntime):
         x_t = torch.randn((1, self.spec.chunk_length, self.actions), generator=generator)
         return x_t.to(self.torch_device), features
 
+    def _random_features(self, seed: int = 0):
+        """Return the manifest's inputs at batch 1 filled with seeded random values."""
+        import torch
+        from remote_inference_py.policy_server.runtimes import zero_inputs
+        rng = np.random.default_rng(seed)
+        features = []
+        for value in zero_inputs(self.spec, 1).values():
+            if value.dtype == np.uint8:
+                value[:] = rng.integers(0, 256, value.shape)
+            else:
+                value[:] = rng.normal(0.0, 0.5, value.shape)
+            features.append(torch.from_numpy(value).to(self.torch_device))
+        return features
+
     @classmethod
     def load(cls, options: RuntimeOptions, use_split: bool = True,
-             trace: bool = True) -> 'FlowMatchingRuntime':
+             trace: bool = True, by_hand: bool = True) -> 'FlowMatchingRuntime':
         """Load ``model.pt2`` and its manifest, apply the sampler parameters; check both.
 
         With ``use_split`` (the default) and a manifest ``split`` section, the encoder and
         head files are loaded too and checked against ``model.pt2``; ``use_split=False``
-        samples with ``model.pt2`` alone. ``trace`` (the default) runs each Euler step as a
-        traced graph (module docstring); ``use_split=False, trace=False`` is the benchmark's
+        samples with ``model.pt2`` alone. ``by_hand`` (the default) runs the split's head in
+        numpy with its backward pass written by hand when it is the flow policy's MLP;
+        otherwise ``trace`` (the default) runs each Euler step as a traced graph (module
+        docstring); ``use_split=False, trace=False, by_hand=False`` is the benchmark's
         "before".
         """
         overrides = overrides_from_options(options)
@@ -173,7 +224,7 @@ class FlowMatchingRuntime(PolicyRuntime):
             raise RuntimeLoadError(f'cannot load {FLOW_MATCHING} checkpoint {str(path)!r}: '
                                    f'{first_line(error)}') from None
         split = load_split(manifest, spec, model, device) if use_split else None
-        return cls(spec, model, device, str(path), sampler, split, trace)
+        return cls(spec, model, device, str(path), sampler, split, trace, by_hand)
 
     def reset(self, seed: int) -> None:
         """Reseed the sampling noise for an episode (from ``noise_seed`` and ``seed``)."""
@@ -189,6 +240,14 @@ class FlowMatchingRuntime(PolicyRuntime):
         shape = (batch, self.spec.chunk_length, self.actions)
         targets, weights = self._guidance(prefixes, batch)
         noise = torch.randn(shape, generator=self.generator, dtype=torch.float32)
+        if self.hand is not None:
+            encoding, = encode(self.traced_encoder or self.encoder, features)
+            with OneBlasThread():
+                return sample_by_hand(self.hand, noise.numpy(), encoding.numpy(), self.sampler,
+                                      targets, weights)
+        if targets is not None:
+            targets, weights = (torch.from_numpy(v).to(self.torch_device)
+                                for v in (targets, weights))
         field = self.model
         if self.encoder is not None:
             # The image is encoded once per chunk; only the head runs at every Euler step.
@@ -198,12 +257,11 @@ class FlowMatchingRuntime(PolicyRuntime):
         return chunk.detach().to('cpu').numpy()
 
     def _guidance(self, prefixes: Optional[Sequence[Optional[Prefix]]], batch: int):
-        """Return (targets Y, weights W) as tensors, or (None, None) when nothing is guided."""
+        """Return (targets Y, weights W) as arrays, or (None, None) when nothing is guided."""
         if prefixes is None or all(p is None for p in prefixes):
             return None, None
         if len(prefixes) != batch:
             raise ValueError(f'{len(prefixes)} prefixes for a batch of {batch}')
-        import torch
         steps, actions = self.spec.chunk_length, self.actions
         targets = np.zeros((batch, steps, actions), dtype=np.float32)
         weights = np.zeros((batch, steps, 1), dtype=np.float32)
@@ -224,12 +282,12 @@ class FlowMatchingRuntime(PolicyRuntime):
             weights[row, :, 0] = prefix_weights(
                 prefix.frozen_steps, self.sampler.execution_horizon, used, steps,
                 self.sampler.prefix_schedule)
-        device = self.torch_device
-        return torch.from_numpy(targets).to(device), torch.from_numpy(weights).to(device)
+        return targets, weights
 
     def close(self) -> None:
         """Drop the model."""
-        self.model = self.encoder = self.head = self.steps = None
+        self.model = self.encoder = self.head = self.steps = self.hand = None
+        self.traced_encoder = None
 
 
 def read_sampler(manifest: pathlib.Path) -> SamplerSettings:
@@ -344,6 +402,84 @@ def untraced_velocity(field, x, t_batch, features, t: float, weight, targets, we
     return velocity.detach() + weight * correction
 
 
+def sample_by_hand(head: MlpHead, noise: np.ndarray, encoding: np.ndarray,
+                   sampler: SamplerSettings, targets: Optional[np.ndarray] = None,
+                   weights: Optional[np.ndarray] = None) -> np.ndarray:
+    """:func:`sample` with the numpy head: the same Euler steps and guidance, in float32.
+
+    ``noise`` ``[batch, steps, actions]``, ``encoding`` the encoder's output; ``targets`` and
+    ``weights`` ``[batch, steps, 1]`` as :meth:`FlowMatchingRuntime._guidance` makes them.
+    """
+    shape = noise.shape
+    batch = shape[0]
+    context = head.prepare(encoding)
+    x = np.ascontiguousarray(noise, dtype=np.float32).reshape(batch, -1)
+    if targets is not None:
+        targets = targets.reshape(batch, -1)
+        weights = np.ascontiguousarray(np.broadcast_to(weights, shape)).reshape(batch, -1)
+    count = int(sampler.steps)
+    dt = 1.0 / count
+    for index in range(count):
+        t = index * dt
+        weight = None if targets is None else guidance_weight(t, sampler.max_guidance_weight)
+        velocity = head.velocity(context, x, t, weight, targets, weights)
+        velocity *= np.float32(dt)
+        x = x + velocity
+    return x.reshape(shape)
+
+
+def checked_hand_head(head, spec: PolicySpec, probe):
+    """Return (MlpHead, '') if the exported ``head`` is the flow policy's MLP, else (None, why).
+
+    The weights are read by name (:meth:`.flow_head.MlpHead.from_state`); then the numpy
+    head's plain and guided steps must equal the exported head's (:func:`untraced_velocity`)
+    within ``HAND_TOLERANCE`` (relative) on the probe's chunk, a random encoding and plan, at
+    each of ``HAND_PROBE_TIMES``.
+    """
+    import itertools
+    import torch
+    x_t, features = probe
+    if len(features) != 1:
+        return None, f'the encoder gives {len(features)} tensors; the numpy head reads one'
+    state = {name: value.detach().cpu().numpy() for name, value in itertools.chain(
+        head.named_parameters(), head.named_buffers())}
+    try:
+        hand = MlpHead.from_state(state, spec.chunk_length, len(spec.action_names))
+    except HeadMismatch as error:
+        return None, f"the head is not the flow policy's MLP: {error}"
+    generator = torch.Generator(device='cpu').manual_seed(1)
+    shape = x_t.shape
+    encoding = features[0] + torch.randn(features[0].shape, generator=generator)
+    targets = torch.randn(shape, generator=generator)
+    weights = torch.linspace(1.0, 0.0, shape[1], dtype=x_t.dtype).reshape(1, -1, 1)
+    flat = (shape[0], -1)
+    largest = 0.0
+    try:
+        context = hand.prepare(encoding.numpy())
+        for t in HAND_PROBE_TIMES:
+            t_batch = torch.full((shape[0],), t, dtype=x_t.dtype)
+            weight = guidance_weight(t, 10.0)
+            for kind, guide in (('plain', (None, None, None)), ('guided', (
+                    weight, targets, weights))):
+                expected = untraced_velocity(head, x_t, t_batch, [encoding], t, *guide)
+                arrays = () if guide[1] is None else (
+                    weight, targets.numpy().reshape(flat),
+                    np.broadcast_to(weights.numpy(), shape).reshape(flat))
+                got = hand.velocity(context, x_t.numpy().reshape(flat), t, *arrays)
+                expected = expected.numpy().reshape(flat)
+                scale = max(1.0, float(np.abs(expected).max()))
+                difference = float(np.abs(got - expected).max()) / scale
+                if not difference <= HAND_TOLERANCE:
+                    return None, (f"the numpy head's {kind} step at t = {t} differs from the "
+                                  f'exported head by {difference:.3g} (relative) > '
+                                  f'{HAND_TOLERANCE}')
+                largest = max(largest, difference)
+    except (HeadMismatch, ValueError) as error:
+        return None, f'the numpy head cannot run on the probe: {first_line(error)}'
+    hand.checked_difference = largest
+    return hand, ''
+
+
 def plain_step(field, x_t, t, *features):
     """Return the velocity ``field(x_t, t, *features)`` (the function traced for plain steps)."""
     return field(x_t, t, *features)
@@ -366,6 +502,57 @@ def guided_step(field, x_t, t, remaining, weight, targets, weights, *features):
     predicted, pull_back, velocity = torch.func.vjp(predict, x_t, has_aux=True)
     correction, = pull_back(weights * (targets - predicted))
     return velocity + weight * correction
+
+
+class TracedEncoder:
+    """The split's encoder as a graph traced once per input shapes (``torch.jit.trace``).
+
+    The exported encoder runs op by op from Python, with its input checks; the traced graph
+    runs the same operations in TorchScript's interpreter, about twice as fast at batch 1.
+    """
+
+    def __init__(self, encoder):
+        """Trace ``encoder`` lazily, once per input shapes and types."""
+        self.encoder = encoder
+        self.graphs = {}
+
+    @classmethod
+    def checked(cls, encoder, probes):
+        """Return (TracedEncoder, '') if it encodes each of ``probes`` as ``encoder`` does.
+
+        The graph is traced on the first probe and compared on all of them, so a value the
+        trace froze from the first probe's data shows on the others. Otherwise (None, the
+        reason): the runtime then runs the exported encoder.
+        """
+        traced = cls(encoder)
+        differences = []
+        for features in probes:
+            try:
+                got = encode(traced, features)
+            except Exception as error:  # noqa: B902 - tracing raises many types
+                return None, f'the encoder cannot be traced: {first_line(error)}'
+            expected = encode(encoder, features)
+            if len(got) != len(expected) or any(a.shape != b.shape
+                                                for a, b in zip(got, expected)):
+                return None, 'the traced encoder gives other outputs than the exported one'
+            differences += [float((a - b).abs().max()) for a, b in zip(got, expected)]
+        if not all(d <= TRACE_TOLERANCE for d in differences):
+            return None, (f'the traced encoder differs from the exported one by '
+                          f'{max(differences):.3g} > {TRACE_TOLERANCE}')
+        return traced, ''
+
+    def __call__(self, *features):
+        """Return the encoder's output(s) for ``features``."""
+        import warnings
+        import torch
+        key = tuple((tuple(f.shape), f.dtype) for f in features)
+        graph = self.graphs.get(key)
+        if graph is None:
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter('ignore')
+                graph = self.graphs[key] = torch.jit.trace(self.encoder, tuple(features),
+                                                           check_trace=False)
+        return graph(*features)
 
 
 class StepGraphs:
