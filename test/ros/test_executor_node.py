@@ -427,10 +427,13 @@ def test_hardware_without_position_hold_never_moves(processes, ros):
     # The arm first: a loaded machine once started it over 3 s after the executor, which
     # then refused for want of any hardware/info (another refusal than the one tested).
     infos = []
-    node.create_subscription(HardwareInfo, 'hardware/info', infos.append, qos.LATCHED)
+    info = node.create_subscription(HardwareInfo, 'hardware/info', infos.append, qos.LATCHED)
     arm = processes.peer('fake_arm.py', params={'position_hold': False}, node_name='fake_arm')
     spinner.until(lambda: infos, 20, "the arm's hardware/info")
     assert not infos[-1].position_hold
+    # Gone before the teardown stops the arm: once, with this reader still matched, the arm
+    # hung on SIGINT for 20 s (in Fast DDS, deleting its latched publisher, we believe).
+    node.destroy_subscription(info)
     processes.peer('scripted_server.py', node_name='scripted_server')
     executor = processes.console_script(
         'executor', params={**EXECUTOR, 'admission_timeout_s': 3.0}, node_name='executor')

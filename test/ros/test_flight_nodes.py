@@ -16,8 +16,10 @@
 Several requests in flight between the real executor and the real policy server over DDS.
 
 The policy server serves the built-in demo policy (50 steps at 30 Hz: 1.67 s chunks) with an
-injected link latency ``extra_latency_s`` of 1.0 s, more than half a chunk: one request in
-flight cannot keep up with that, two staggered ones can. The arm is the fake arm peer.
+injected link latency ``extra_latency_s`` of 0.9 s, more than half a chunk: one request in
+flight cannot keep up with that (it hides at most (H - 2/fps) / 2 = 0.8 s), two staggered ones
+can (up to 2 (H - 2/fps) / 3 = 1.07 s: executor/refill.py). At 1.0 s the 67 ms left were
+less than the turnaround's jitter on a loaded 2-core host. The arm is the fake arm peer.
 Assertions are on counts and states, never on wall-clock speed.
 """
 
@@ -29,7 +31,7 @@ SEMANTICS = 'so101-degrees-gripper-percent-v1'
 EXECUTOR = {'deployment': 'test', 'semantics': SEMANTICS, 'autostart': True,
             'refill_seconds': 0.2, 'starvation_grace_s': 3.0, 'request_timeout_s': 3.0,
             'return_speed_rad_s': 1.0, 'max_step_rad': 0.5}
-SERVER = {'deployment': 'test', 'extra_latency_s': 1.0}
+SERVER = {'deployment': 'test', 'extra_latency_s': 0.9}
 
 
 class Traffic:
@@ -86,7 +88,7 @@ def test_two_requests_in_flight_hide_a_latency_above_half_a_chunk(processes, ros
     assert traffic.most_in_flight() == 2
     answered = [i for kind, i in traffic.events if kind == 'chunk']
     assert answered == sorted(answered), 'answered in request order'
-    assert last.p50_turnaround_s >= 1.0
+    assert last.p50_turnaround_s >= 0.9
     assert executor.stop() == 0
 
 
