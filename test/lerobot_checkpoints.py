@@ -35,7 +35,7 @@ import pathlib
 
 import numpy as np
 
-from remote_inference_py.policy_server.lerobot_runtime import import_lerobot
+from remote_inference_py.policy_server.lerobot_import import import_lerobot
 
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 

@@ -77,7 +77,7 @@ def main(argv=None):
     torch.set_num_threads(1)
     from remote_inference_py.evaluation.expert import ExpertRuntime
     from remote_inference_py.evaluation.task import cube_rest_z
-    from remote_inference_py.policy_server.lerobot_runtime import import_torchvision
+    from remote_inference_py.policy_server.lerobot_import import import_torchvision
     rows = []
     expert = ExpertRuntime()
     state = {'observation.state': np.array([0.0, -1.0, 1.0, 0.9, 0.0, 1.2]),

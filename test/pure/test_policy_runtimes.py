@@ -27,8 +27,8 @@ import torch
 from remote_inference_py.policy_server.demo_policy import (
     DemoRuntime, loop_positions, red_centroid_x)
 from remote_inference_py.policy_server.export import save_pt2
-from remote_inference_py.policy_server.lerobot_runtime import (
-    LeRobotMissing, spec_from_lerobot_config)
+from remote_inference_py.policy_server.lerobot_import import LeRobotMissing
+from remote_inference_py.policy_server.lerobot_runtime import spec_from_lerobot_config
 from remote_inference_py.policy_server.loading import infer_policy_type, load_runtime
 from remote_inference_py.policy_server.manifest import spec_from_dict
 from remote_inference_py.policy_server.runtimes import (

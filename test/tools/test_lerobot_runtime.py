@@ -35,13 +35,13 @@ import numpy as np
 import pytest
 from robot_fixtures import to_policy
 
-from remote_inference_py.policy_server import lerobot_runtime
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.export import main as export_main
 from remote_inference_py.policy_server.images import RawImage
-from remote_inference_py.policy_server.lerobot_runtime import (
-    check_version, LeRobotVersionError, SEED_VARIABLE)
+from remote_inference_py.policy_server.lerobot_import import (
+    check_version, import_lerobot, LeRobotVersionError)
+from remote_inference_py.policy_server.lerobot_runtime import SEED_VARIABLE
 from remote_inference_py.policy_server.loading import load_runtime
 from remote_inference_py.policy_server.runtimes import RuntimeLoadError, RuntimeOptions
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
@@ -237,7 +237,7 @@ def test_lerobot_versions_other_than_0_4_are_named(monkeypatch):
     import lerobot
     monkeypatch.setattr(lerobot, '__version__', '0.6.1')
     with pytest.raises(LeRobotVersionError, match=r'lerobot 0\.6\.1 is installed'):
-        lerobot_runtime.import_lerobot()
+        import_lerobot()
 
 
 def test_the_sim_model_package_imports_next_to_lerobot_0_4():
@@ -257,7 +257,7 @@ def test_frames_are_resized_exactly_as_lerobots_asynchronous_server_does(folders
     front = runtime.spec.feature(checkpoints.FRONT)
     assert front.resizes and front.interpolation == 'torch_bilinear'
     assert front.shape == (64, 96, 3) and front.model_size == (64, 96)
-    lerobot_runtime.import_lerobot()
+    import_lerobot()
     import torch
     from lerobot.async_inference.helpers import resize_robot_observation_image
     for height, width in ((480, 640), (64, 96), (50, 70), (200, 100)):

@@ -42,7 +42,7 @@ def vlm_folder(tmp_path_factory):
     import lerobot_checkpoints as checkpoints
     import torch
 
-    from remote_inference_py.policy_server.lerobot_runtime import import_torchvision
+    from remote_inference_py.policy_server.lerobot_import import import_torchvision
     import_torchvision()
     from transformers import AutoConfig, AutoModelForImageTextToText
     folder = checkpoints.make_smolvlm_backbone(tmp_path_factory.mktemp('vlm') / 'smolvlm')

@@ -232,8 +232,8 @@ EXPORTABLE_TYPES = ('act',)
 def export_lerobot(checkpoint: str, output_dir: os.PathLike, fps: float, semantics: str,
                    device: str = 'cpu') -> pathlib.Path:
     """Export a LeRobot checkpoint to ``output_dir/model.pt2`` + ``model.json``."""
-    from remote_inference_py.policy_server.lerobot_runtime import (
-        import_lerobot, load_policy, read_config)
+    from remote_inference_py.policy_server.lerobot_import import import_lerobot
+    from remote_inference_py.policy_server.lerobot_runtime import load_policy, read_config
     from remote_inference_py.policy_server.runtimes import resolve_device, RuntimeLoadError
     directory = pathlib.Path(checkpoint)
     if directory.is_dir():

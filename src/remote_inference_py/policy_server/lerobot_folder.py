@@ -37,6 +37,7 @@ from typing import Collection, Dict, Iterator, Optional
 from remote_inference_py.policy_server.lerobot_compat import (
     CompatError, ConfigMapping, describe_mismatch, map_config, map_processor, ProcessorMapping,
     shared_key_groups, weight_mismatch)
+from remote_inference_py.policy_server.lerobot_import import import_lerobot
 from remote_inference_py.policy_server.runtimes import RuntimeLoadError
 
 CONFIG_FILE = 'config.json'
@@ -46,7 +47,11 @@ PROCESSOR_FILES = ('policy_preprocessor.json', 'policy_postprocessor.json')
 
 def config_fields(kind: str) -> Collection[str]:
     """Return the field names of the installed LeRobot's config class for policy ``kind``."""
+    import_lerobot('reading a LeRobot checkpoint folder')
     from lerobot.configs.policies import PreTrainedConfig
+    if kind.isidentifier():       # a policy's config class registers itself when imported
+        with contextlib.suppress(ImportError):
+            importlib.import_module(f'lerobot.policies.{kind}.configuration_{kind}')
     try:
         config_class = PreTrainedConfig.get_choice_class(kind)
     except Exception:  # noqa: B902 - draccus raises KeyError or ValueError by version
@@ -69,6 +74,7 @@ def step_arguments(step_class) -> Optional[Collection[str]]:
 
 def known_steps(kind: str) -> Dict[str, Optional[Collection[str]]]:
     """Return the installed LeRobot's processor steps (with the policy's own) and arguments."""
+    import_lerobot('reading a LeRobot checkpoint folder')
     from lerobot.processor import ProcessorStepRegistry
     with contextlib.suppress(ImportError):    # registers the policy's own steps, if it has any
         importlib.import_module(f'lerobot.policies.{kind}.processor_{kind}')

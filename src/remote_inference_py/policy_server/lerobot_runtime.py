@@ -25,15 +25,10 @@ checked to load (LeRobot loads them with ``strict=False``). The server then feed
 ``observation.state`` in the policy's units and images as float32 ``[B, C, H, W]`` in [0, 1]
 plus the task text, and takes the chunk the policy predicts through the post-processor.
 
-Versions. ``lerobot`` is optional and imported lazily by :func:`import_lerobot`, which raises a
-named error instead of a traceback when it is missing (:class:`LeRobotMissing`, saying what to
-install) or of a version this module does not know (:class:`LeRobotVersionError`): tested with
-0.4.4; 0.5 and later moved import paths and processor files (and need Python >= 3.12). On a
-CPU-only torch, the torchvision wheel that pairs with it may be a CUDA build whose compiled
-operators cannot load, and then ``import torchvision`` fails on the missing ``torchvision::nms``
-schema; :func:`import_torchvision` declares the two schemas its Python code registers against
-(``nms``, ``qnms``; no kernels, so they raise if called) and imports it again. LeRobot's ACT and
-diffusion use only torchvision's Python models (the ResNet backbone).
+Versions. ``lerobot`` is optional and imported lazily through :mod:`.lerobot_import`, which
+names what to install when it is missing or of a version this module does not know (tested with
+0.4.4; 0.5 and later moved import paths and processor files), and makes torchvision importable
+on a CPU-only torch.
 
 What is served (see :func:`chunk_steps`, :func:`spec_from_lerobot_config`):
 
@@ -93,25 +88,19 @@ import json
 import os
 import pathlib
 import re
-import sys
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from remote_inference_py.policy_server.lerobot_folder import (
     check_weights, map_folder, staged_folder)
+from remote_inference_py.policy_server.lerobot_import import import_lerobot
 from remote_inference_py.policy_server.manifest import load_manifest, spec_from_dict
 from remote_inference_py.policy_server.runtimes import (
     model_output_to_numpy, PolicyRuntime, Prefix, resolve_device, RuntimeLoadError,
     RuntimeOptions)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
-TESTED_VERSION = '0.4.4'
-SUPPORTED_SERIES = (0, 4)       # lerobot 0.4.x: import paths and processor files as tested
-INSTALL_HINT = ('install it on the server without its declared dependencies, which would pull '
-                'a CUDA torch of several GB: `pip install --no-deps -r '
-                'requirements-lerobot.txt` from this repository (lerobot==0.4.4 and the exact '
-                'set its imports need), next to torch==2.13.0')
 DEFAULT_SEMANTICS = 'so101-degrees-gripper-percent-v1'
 SEED_VARIABLE = 'REMOTE_INFERENCE_POLICY_SEED'
 # Policy types whose predict_action_chunk returns a chunk this runtime serves.
@@ -123,95 +112,6 @@ BACKBONE_FILES = ('config.json', 'tokenizer_config.json', 'preprocessor_config.j
 HUB_ID = re.compile(r'^[A-Za-z0-9][\w.-]*/[\w.-]+$')
 PROCESSOR_FILES = ('policy_preprocessor.json', 'policy_postprocessor.json')
 MAX_BATCH_SIZE = 8
-_TORCHVISION_SCHEMAS = (
-    'nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor',
-    'qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor',
-)
-_torchvision_library = None     # kept alive: the schemas vanish with the Library object
-
-
-class LeRobotMissing(RuntimeLoadError):
-    """The ``lerobot`` package is not installed."""
-
-
-class LeRobotVersionError(RuntimeLoadError):
-    """The installed ``lerobot`` is a version whose layout this runtime does not know."""
-
-
-def import_torchvision():
-    """
-    Import torchvision; on a CPU torch with a CUDA torchvision build, declare its ops first.
-
-    torchvision registers Python "fake" kernels for ``torchvision::nms`` and ``qnms`` at import.
-    When its compiled library cannot load (a CUDA build next to a CPU torch), those operators
-    were never declared and the import fails with ``operator torchvision::nms does not exist``.
-    Declaring the two schemas (no kernels) lets the pure-Python parts (the ResNet models that
-    ACT and diffusion use) import; calling ``torchvision.ops.nms`` still raises. A torchvision
-    whose compiled library loads is imported untouched.
-    """
-    global _torchvision_library
-    try:
-        import torchvision
-        return torchvision
-    except RuntimeError as error:
-        if 'torchvision::nms' not in str(error):
-            raise
-    import torch
-    for name in [m for m in sys.modules if m == 'torchvision' or m.startswith('torchvision.')]:
-        del sys.modules[name]     # the half-imported package: import it again
-    if _torchvision_library is None:
-        _torchvision_library = torch.library.Library('torchvision', 'FRAGMENT')
-        for schema in _TORCHVISION_SCHEMAS:
-            _torchvision_library.define(schema)
-    import torchvision
-    return torchvision
-
-
-def parse_version(text: str) -> Tuple[int, ...]:
-    """Return the leading numbers of a version string ('0.4.4' -> (0, 4, 4))."""
-    numbers = re.match(r'\d+(\.\d+)*', text or '')
-    return tuple(int(v) for v in numbers.group(0).split('.')) if numbers else ()
-
-
-def check_version(version: str) -> None:
-    """Raise LeRobotVersionError unless ``version`` is a lerobot 0.4.x."""
-    parsed = parse_version(version)
-    if parsed[:2] == SUPPORTED_SERIES:
-        return
-    if parsed and parsed[:2] > SUPPORTED_SERIES:
-        raise LeRobotVersionError(
-            f'lerobot {version} is installed, but this server serves checkpoints with lerobot '
-            f'0.4 (tested {TESTED_VERSION}): lerobot 0.5 and later moved the policy and '
-            'processor modules and changed the processor files. Serve the checkpoint from an '
-            f'environment with lerobot=={TESTED_VERSION} (`pip install --no-deps -r '
-            'requirements-lerobot.txt`), or export it there with export_lerobot and serve the '
-            '.pt2 without lerobot')
-    raise LeRobotVersionError(
-        f'lerobot {version or "(unknown version)"} is installed, but this server needs '
-        f'lerobot 0.4 (tested {TESTED_VERSION}): older versions save no policy processors; '
-        f'{INSTALL_HINT}')
-
-
-def import_lerobot(purpose: str = 'serving a LeRobot checkpoint'):
-    """Import lerobot lazily; a named error says what to install when it cannot be used."""
-    try:
-        import_torchvision()
-    except ImportError:
-        pass                      # lerobot's own import then names what is missing
-    try:
-        import lerobot
-    except ImportError as error:
-        raise LeRobotMissing(f'{purpose} needs the `lerobot` package, which is not installed '
-                             f'({error}); {INSTALL_HINT}') from None
-    version = str(getattr(lerobot, '__version__', '') or '')
-    if not version or version == 'unknown':
-        try:
-            from importlib.metadata import version as installed_version
-            version = installed_version('lerobot')
-        except Exception:  # noqa: B902 - no metadata: report the version as unknown
-            version = ''
-    check_version(version)
-    return lerobot
 
 
 def read_config(checkpoint: str) -> Dict[str, Any]:

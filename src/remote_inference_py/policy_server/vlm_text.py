@@ -56,7 +56,7 @@ class VisionLanguageText:
             raise RuntimeLoadError(f'text_model {folder!r} has no weights (*.safetensors)')
         try:
             import torch
-            from remote_inference_py.policy_server.lerobot_runtime import import_torchvision
+            from remote_inference_py.policy_server.lerobot_import import import_torchvision
             import_torchvision()   # transformers imports it; see lerobot_runtime
             from transformers import AutoModelForImageTextToText, AutoProcessor
         except ImportError as error:
