@@ -326,6 +326,23 @@ def test_a_reply_without_its_parameters_is_corrupt_and_retried(emulator):
     assert bus.counters.checksum_errors == 2
 
 
+def test_a_late_reply_is_dropped_not_read_as_the_next_answer(emulator):
+    # Two replies of motor 1 come after their request timed out (12 ms here): the first would
+    # answer the retried read, the second the next read of the same length and id, had the
+    # driver not waited for a quiet line after each timeout. A stale Homing_Offset read as a
+    # position limit once failed a configure with range_min = range_max = 0.
+    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, latency_timer_ms=5.0))
+    bus.connect()
+    for register, value in (('Homing_Offset', 11), ('Min_Position_Limit', 100),
+                            ('Max_Position_Limit', 4000)):
+        emulator.command(f'set 1 {register} {value}')
+    emulator.inject_fault(1, 'late_reply', count=2)
+    assert [bus.read_register('shoulder_pan', register) for register in
+            ('Homing_Offset', 'Min_Position_Limit', 'Max_Position_Limit')] == [11, 100, 4000]
+    counters = bus.counters
+    assert (counters.timeouts, counters.recovered, counters.late_bytes_dropped) == (2, 1, 16)
+
+
 def test_persistent_failure_names_the_motor_then_faults(emulator):
     config = FeetechBusConfig.so101(emulator.port, retries=1, max_consecutive_failures=3,
                                     latency_timer_ms=5.0)

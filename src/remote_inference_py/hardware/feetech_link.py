@@ -21,7 +21,11 @@ every bus operation: an attempt (one SDK call, built by :meth:`~BusLink.ping`,
 checksum or truncated) or a port error, and counted (:class:`BusCounters`). An operation that
 still fails raises :class:`ServoTimeoutError`, :class:`ServoChecksumError` or
 :class:`ServoPortError`, naming the motor (the one the SDK says failed, for a group), the port
-and the operation. :meth:`~BusLink.identify` pings every motor on connect and names the ones
+and the operation. A reply that comes after its request timed out would be read as the answer
+to the next request when it has the same motor id and length (a late Homing_Offset taken for
+Min_Position_Limit): after a timeout or a corrupt reply, the next attempt first waits until the
+line has been quiet for SETTLE_QUIET_S and drops what arrived (counted in
+``late_bytes_dropped``). :meth:`~BusLink.identify` pings every motor on connect and names the ones
 missing or of another model. After ``max_consecutive_failures`` failed operations in a row it
 raises :class:`BusFaultError` and stays faulted: operations raise at once without bus traffic,
 except those allowed while faulted (switching torque off), until :meth:`~BusLink.reset_fault`.
@@ -29,6 +33,7 @@ except those allowed while faulted (switching torque off), until :meth:`~BusLink
 
 import dataclasses
 import logging
+import select
 import termios
 import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -50,6 +55,13 @@ IDENTIFY_ATTEMPTS = 5
 """Pings per motor on connect at least: one lost reply is not a missing motor."""
 IDENTIFY_WINDOW_S = 0.5
 """And for this long at least after connecting [s]: a busy host reads late, not never."""
+SETTLE_QUIET_S = 0.05
+"""After a failed attempt, the line must be quiet this long (or one reply timeout, if longer)
+before the next request [s]: a servo answers within a millisecond, so a reply later than its
+timeout comes from a stalled host or adapter, and those stall for tens of milliseconds."""
+SETTLE_MAX_S = 0.5
+"""The longest wait for a quiet line [s] (a babbling bus ends it; the next attempt settles
+again)."""
 
 
 # Errors.
@@ -138,7 +150,8 @@ class BusCounters:
     attempts; ``retries`` the extra attempts; ``recovered`` the operations that succeeded
     after a retry; ``failed_operations`` those that failed every attempt;
     ``status_errors`` the replies with hardware error flags; ``consecutive_failures`` the
-    failed operations since the last success.
+    failed operations since the last success; ``late_bytes_dropped`` the bytes that arrived
+    after a failed attempt, dropped before the next one.
     """
 
     transactions: int = 0
@@ -150,6 +163,7 @@ class BusCounters:
     failed_operations: int = 0
     status_errors: int = 0
     consecutive_failures: int = 0
+    late_bytes_dropped: int = 0
 
     def as_dict(self) -> Dict[str, int]:
         """Return the counters as a dict (for logs and status messages)."""
@@ -173,6 +187,7 @@ class BusLink:
         self.packet_handler = scs.PacketHandler(0)
         self.counters: Dict[str, int] = BusCounters().as_dict()
         self.faulted = False
+        self.unsettled = False   # a failed attempt's reply may still be on its way
 
     def open(self, handler: scs.PortHandler, baudrate: int) -> None:
         """Open the port through ``handler``; FeetechConnectionError names the port."""
@@ -249,6 +264,25 @@ class BusLink:
                 f'{model_number}, expected {table.model_number} ({table.model})')
         raise MotorNotFoundError(
             '; '.join(problems) + '. Check wiring, power and ids.', self.port, missing, wrong)
+
+    def settle(self) -> None:
+        """Drop input until the line is quiet for SETTLE_QUIET_S (SETTLE_MAX_S at most).
+
+        Raises what the port raises (a port error of the next attempt).
+        """
+        self.unsettled = False
+        port = getattr(self.handler, 'ser', None)
+        if port is None:
+            return
+        latency_ms = getattr(self.handler, 'latency_timer_ms', scs.LATENCY_TIMER)
+        quiet_s = max(SETTLE_QUIET_S, (2.0 * latency_ms + 2.0) / 1000.0)
+        deadline = time.monotonic() + SETTLE_MAX_S
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([port.fileno()], [], [], quiet_s)
+            if not readable:
+                return
+            self.counters['late_bytes_dropped'] += len(port.read(port.in_waiting or 1))
+        self.unsettled = True     # still talking: settle again before the next attempt
 
     # Operations: each returns what its reply carried, or raises a named error.
 
@@ -338,6 +372,8 @@ class BusLink:
             self.handler.is_using = False
             counters['transactions'] += 1
             try:
+                if self.unsettled:
+                    self.settle()
                 result, payload, failed_id = attempt()
             except PORT_EXCEPTIONS as error:
                 result, payload, failed_id, port_error = PORT_ERROR, None, None, str(error)
@@ -350,8 +386,10 @@ class BusLink:
                 return payload
             if result == scs.COMM_RX_TIMEOUT:
                 counters['timeouts'] += 1
+                self.unsettled = True
             elif result == scs.COMM_RX_CORRUPT:
                 counters['checksum_errors'] += 1
+                self.unsettled = True
             else:
                 counters['port_errors'] += 1
             _LOGGER.debug('%s on %s failed (attempt %d/%d): %s', operation, self.port,

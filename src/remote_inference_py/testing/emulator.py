@@ -42,9 +42,10 @@ stdin, one reply line on stdout, ``ok [result]`` or ``error <message>``:
   (the motor executes instructions but its replies are lost), ``bad_checksum`` (replies carry
   a wrong checksum), ``short_reply`` (a well-formed reply without its parameters, as a late
   reply to an earlier PING read in place of the answer), ``overload`` (the overload bit 0x20
-  is set in the status byte of replies and in the ``Status`` register) or ``missing`` (the
-  motor ignores everything, as if unplugged). With ``count`` the fault affects that many
-  packets, then clears itself; without, it lasts until cleared.
+  is set in the status byte of replies and in the ``Status`` register), ``late_reply`` (the
+  reply comes LATE_REPLY_S late, after the driver's reply timeout, as from a stalled adapter
+  or host) or ``missing`` (the motor ignores everything, as if unplugged). With ``count``
+  the fault affects that many packets, then clears itself; without, it lasts until cleared.
 - ``clear [id]``: clear the faults of one motor, or of all.
 - ``get <id> <register>``: read a register by name (decoded) or by address (one byte).
 - ``set <id> <register> <value>``: write a register; ``set <id> Present_Position <ticks>``
@@ -77,8 +78,11 @@ INST_SYNC_WRITE = 0x83
 BROADCAST_ID = 0xFE
 ERROR_OVERLOAD = 0x20
 
-FAULT_KINDS = ('no_reply', 'bad_checksum', 'short_reply', 'overload', 'missing')
+FAULT_KINDS = ('no_reply', 'bad_checksum', 'short_reply', 'overload', 'late_reply', 'missing')
 """Fault kinds accepted by ``fault <id> <kind> [count]``."""
+LATE_REPLY_S = 0.03
+"""How late a ``late_reply`` comes [s]: beyond the reply timeout at a 5 ms latency timer
+(12 ms), within the driver's quiet wait after a failed attempt (50 ms)."""
 
 MEMORY_SIZE = 256
 MAX_READ_LENGTH = 244
@@ -287,10 +291,10 @@ class EmulatedServo:
             packet[-1] ^= 0x5A
         return bytes(packet)
 
-    @property
-    def return_delay_s(self) -> float:
-        """Reply delay from ``Return_Delay_Time`` (2 us units)."""
-        return self.memory[self.table['Return_Delay_Time'].address] * 2e-6
+    def reply_delay_s(self) -> float:
+        """Reply delay from ``Return_Delay_Time`` (2 us units), plus a ``late_reply``'s."""
+        late = LATE_REPLY_S if self.take_fault('late_reply') else 0.0
+        return self.memory[self.table['Return_Delay_Time'].address] * 2e-6 + late
 
     @property
     def replies_to_writes(self) -> bool:
@@ -328,12 +332,12 @@ class BusEmulator:
         broadcast = motor_id == BROADCAST_ID
         if instruction == INST_PING:
             for servo in self._targets(motor_id):
-                replies.append((servo.return_delay_s, servo.reply()))
+                replies.append((servo.reply_delay_s(), servo.reply()))
         elif (instruction == INST_READ and len(params) == 2 and not broadcast
               and 0 < params[1] <= MAX_READ_LENGTH):
             for servo in self._targets(motor_id):
                 data = servo.read(params[0], params[1], now)
-                replies.append((servo.return_delay_s, servo.reply(data)))
+                replies.append((servo.reply_delay_s(), servo.reply(data)))
         elif instruction in (INST_WRITE, INST_REG_WRITE) and params:
             for servo in self._targets(motor_id):
                 if instruction == INST_WRITE:
@@ -341,14 +345,14 @@ class BusEmulator:
                 else:
                     servo.pending_write = (params[0], params[1:])
                 if not broadcast and servo.replies_to_writes:
-                    replies.append((servo.return_delay_s, servo.reply()))
+                    replies.append((servo.reply_delay_s(), servo.reply()))
         elif instruction == INST_ACTION:
             for servo in self._targets(motor_id):
                 if servo.pending_write is not None:
                     servo.write(*servo.pending_write, now)
                     servo.pending_write = None
                 if not broadcast and servo.replies_to_writes:
-                    replies.append((servo.return_delay_s, servo.reply()))
+                    replies.append((servo.reply_delay_s(), servo.reply()))
         elif (instruction == INST_SYNC_READ and broadcast and len(params) >= 2
               and 0 < params[1] <= MAX_READ_LENGTH):
             address, length = params[0], params[1]
@@ -356,7 +360,7 @@ class BusEmulator:
                 servo = self._present(target_id)
                 if servo is not None:
                     data = servo.read(address, length, now)
-                    replies.append((servo.return_delay_s, servo.reply(data)))
+                    replies.append((servo.reply_delay_s(), servo.reply(data)))
         elif instruction == INST_SYNC_WRITE and broadcast and len(params) >= 2:
             address, length = params[0], params[1]
             chunk = 1 + length
