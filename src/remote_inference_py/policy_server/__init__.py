@@ -20,7 +20,8 @@ from messages), :mod:`.runtimes` (the runtime interface and warm-up), :mod:`.loa
 runtime serves a checkpoint, and the whole start-up), :mod:`.config` (frozen settings),
 :mod:`.topics` (which topic feeds each feature), :mod:`.demo_policy`, :mod:`.torch_runtime` and
 :mod:`.lerobot_runtime` (the runtimes; LeRobot imported through :mod:`.lerobot_import`, a
-folder of a newer LeRobot mapped by :mod:`.lerobot_folder`), :mod:`.export` (checkpoints to ``.pt2``),
+folder of a newer LeRobot mapped by :mod:`.lerobot_folder`), :mod:`.export` (checkpoints to
+``.pt2``),
 :mod:`.sessions` (admitted clients), :mod:`.timings` (timings and outcome accounting),
 :mod:`.queues` (each session's queue of requests), :mod:`.forward` (the batched forward pass),
 :mod:`.core` (requests in, chunks out; single-threaded, composed of the four before),
