@@ -45,6 +45,7 @@ import argparse
 import json
 import os
 import pathlib
+import select
 import signal
 import subprocess
 import sys
@@ -137,7 +138,8 @@ def receiver(mode, cameras, seconds):
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     stop = time.monotonic() + seconds
-    while time.monotonic() < stop:
+    # The sender closes our stdin once its last frame is answered: stop then, or at `stop`.
+    while time.monotonic() < stop and not select.select([sys.stdin], [], [], 0)[0]:
         executor.spin_once(timeout_sec=0.1)
     print(json.dumps({'decode_ms': decode_ms}), flush=True)
     node.destroy_node()
@@ -159,7 +161,7 @@ def run_cell(mode, cameras, seconds, pictures, env):
     proc = subprocess.Popen(
         [sys.executable, __file__, '--receiver', mode, '--cameras', str(cameras),
          '--seconds', str(seconds + warmup + settle + 2.0)],
-        stdout=subprocess.PIPE, env=env, text=True)
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node(f'camera_bench_sender_{mode}_{cameras}', context=context)
@@ -212,7 +214,7 @@ def run_cell(mode, cameras, seconds, pictures, env):
         index += 1
         tick += period
     time.sleep(1.0)   # the last answers
-    out, _ = proc.communicate(timeout=seconds + warmup + settle + 30)
+    out, _ = proc.communicate('', timeout=seconds + warmup + settle + 30)   # closes its stdin
     spinning.set()
     spinner.join()
     for pub in pubs:
