@@ -107,6 +107,8 @@ class FrameRenderer:
         model.vis.global_.offheight = max(model.vis.global_.offheight, height)
         model.vis.quality.shadowsize = 0
         model.vis.quality.offsamples = 0
+        # The floor keeps the scene's 1 cm grid (the live camera draws FLOOR_GRID_M): the
+        # evaluation's policies were trained on these frames, and its figures reproduce.
         self.model = model
         self.data = mujoco.MjData(model)
         self.renderer = mujoco.Renderer(model, height, width)

@@ -34,18 +34,21 @@ Cameras render offscreen (``MUJOCO_GL=egl``, set by default) in a thread of thei
 ``camera_rate_hz``, from a separate copy of the model and data: each frame copies the joint
 positions under the physics lock, computes the kinematics and renders without holding it, so
 rendering never delays physics. Shadows, reflections, the skybox and anti-aliasing are off,
-and the visual meshes are simplified (vertex clustering on a ``mesh_cell_m`` grid, 13 meshes
-of ~360k triangles down to ~12k) for the rendering copy only; physics keeps the original
-meshes.
+the visual meshes are simplified (vertex clustering on a ``mesh_cell_m`` grid, 13 meshes
+of ~360k triangles down to ~12k) and the floor is drawn as a grid of FLOOR_GRID_M squares
+instead of the scene's 1 cm ones, for the rendering copy only; physics keeps the original
+meshes. The floor grid was most of a small frame's cost on llvmpipe (MuJoCo draws a plane
+square by square: 14.4 -> 5.5 ms CPU at 96x96, 35 -> 21 ms at 640x480), and the frames differ
+by at most 2 of 255 levels (mean 0.01).
 
 Measured on the project's 2-core machine without GPU (Mesa llvmpipe through EGL) with
 ``python -m remote_inference_py.hardware.sim --seconds 5 --width W --height H`` (physics
 updated at 50 Hz, front camera at 30 Hz): simulated time tracks the wall clock (real-time
 factor 1.00, trailing by less than one 20 ms update), the physics alone runs 70-90x faster
 than real time with the cube resting on the table (~140x for the bare arm); one frame takes
-~7 ms at 64x64 and 96x96 and ~18 ms at 640x480 with simplified meshes, ~50 ms with the
-original meshes (too slow for 30 Hz) and ~420 ms with MuJoCo's default scene settings. CPU:
-~3 % of a core headless, ~30 % at 96x96 and ~60 % at 640x480 with the camera at 30 Hz.
+~6 ms at 64x48 and 96x96 and ~16 ms at 640x480 (2026-12-02; with the 1 cm floor grid 16 and
+26 ms, with the original meshes ~50 ms, with MuJoCo's default scene settings ~420 ms). CPU:
+~6 % of a core headless, ~39 % at 96x96 and ~81 % at 640x480 with the camera at 30 Hz.
 """
 
 import argparse
@@ -71,6 +74,8 @@ CUBE_SAMPLING_BOUNDS = ((0.2, -0.1), (0.4, 0.1))
 TABLE_HEIGHT_M = 0.75
 TABLE_TOP = {'center': (0.2, 0.0), 'half_size': (0.4, 0.5), 'thickness': 0.03}
 TIMESTEP_S = 0.002
+FLOOR_GRID_M = 0.1
+"""Grid spacing [m] the rendering copy draws planes with (the scene's floor says 0.01)."""
 SETTLE_S = 0.5   # simulated time the arm holds its initial pose before the first reading
 # The model's fingertip pads are compiled inert (collision bit 2); the jaws' convex hulls then
 # touch a cube at one point each and a grasped cube slips out within seconds. Switching the
@@ -588,6 +593,8 @@ class So101Sim:
         model.vis.global_.offheight = max(model.vis.global_.offheight, self.config.height)
         model.vis.quality.shadowsize = 0
         model.vis.quality.offsamples = 0
+        planes = model.geom_type == mujoco.mjtGeom.mjGEOM_PLANE
+        model.geom_size[planes, 2] = np.maximum(model.geom_size[planes, 2], FLOOR_GRID_M)
         return model, mujoco.MjData(model)
 
     def _camera_loop(self) -> None:
