@@ -30,6 +30,7 @@ from robot_fixtures import EXAMPLE
 from sensor_msgs.msg import CompressedImage, Image as ImageMsg, JointState
 
 from remote_inference_py.contract.admission import PROTOCOL_VERSION
+from remote_inference_py.executor.admission import RETRY_S as ADMISSION_RETRY_S
 from remote_inference_py.robot.calibration import Calibration
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
@@ -105,7 +106,8 @@ class Robot:
         self.image_pub.publish(msg)
 
     def capabilities(self):
-        return self.spinner.call(self.capabilities_client, GetCapabilities.Request())
+        return self.spinner.call(self.capabilities_client, GetCapabilities.Request(),
+                                 retry_s=ADMISSION_RETRY_S)
 
     def admit(self, caps, client_name='/executor', **changes):
         request = Admit.Request(

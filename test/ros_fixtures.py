@@ -213,13 +213,25 @@ class Spinner:
             return value
         raise AssertionError(f'timed out after {timeout} s waiting for {what}')
 
-    def call(self, client, request, timeout=10.0):
-        """Call a service and spin until the response arrives."""
+    def call(self, client, request, timeout=10.0, retry_s=None):
+        """Call a service and spin until the response arrives.
+
+        With ``retry_s``, an idempotent request is sent again each time ``retry_s`` pass
+        without a response, as the executor's admission does: a server that has just
+        discovered the client may drop the first response (its writer not yet matched).
+        """
         if not client.wait_for_service(timeout_sec=timeout):
             raise AssertionError(f'service {client.srv_name} not available after {timeout} s')
-        future = client.call_async(request)
-        self.until(future.done, timeout, f'response of {client.srv_name}')
-        return future.result()
+        deadline = time.monotonic() + timeout
+        futures = [client.call_async(request)]
+        while not any(future.done() for future in futures):
+            if time.monotonic() >= deadline:
+                raise AssertionError(f'timed out after {timeout} s waiting for response of '
+                                     f'{client.srv_name} (sent {len(futures)} time(s))')
+            self.executor.spin_once(timeout_sec=0.02)
+            if retry_s and time.monotonic() >= deadline - timeout + retry_s * len(futures):
+                futures.append(client.call_async(request))
+        return next(future for future in futures if future.done()).result()
 
 
 _COUNTER = [0]
