@@ -32,6 +32,7 @@ from node_fixtures import EXECUTOR, set_double
 import numpy as np
 from rclpy.action import ActionClient
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
 from remote_inference.action import Query
 from remote_inference.msg import ExecutorStatus, InferenceRequest
 from remote_inference.srv import GetCapabilities
@@ -59,16 +60,18 @@ DEEP_LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=200,
 
 
 class Watch:
-    """What the test node sees: statuses, requests, tasks, commands and feedback (the last
-    two with monotonic receive times)."""
+    """What the test node sees: statuses, requests, tasks, commands (with the executor's
+    stamps: the order they were sent in, on the system clock), feedback (with monotonic
+    receive times) and the system time the latest 'paused' feedback was received."""
 
     def __init__(self, node):
         self.node = node
         self.statuses, self.requests, self.tasks, self.feedback = [], [], [], []
-        self.commands = []
+        self.commands, self.paused_wall = [], None
         node.create_subscription(
             JointState, 'joint_commands',
-            lambda m: self.commands.append((time.monotonic(), np.array(m.position))),
+            lambda m: self.commands.append((Time.from_msg(m.header.stamp).nanoseconds / 1e9,
+                                            np.array(m.position))),
             DEEP)
         node.create_subscription(ExecutorStatus, 'executor/status', self.statuses.append,
                                  DEEP_LATCHED)
@@ -91,6 +94,8 @@ class Watch:
 
     def on_feedback(self, msg):
         self.feedback.append((msg.feedback.phase, time.monotonic()))
+        if msg.feedback.phase == 'paused':
+            self.paused_wall = time.time()
 
 
 def send(spinner, client, watch, kind, text, timeout=20.0, feedback=None):
@@ -216,8 +221,11 @@ def test_question_and_subtask_hold_the_arm_and_resume_from_a_fresh_capture(proce
     assert executor.wait(10) != 0
     # Every command from the pause on holds the last applied target, then follows the
     # straight line home: none of the discarded continuation was ever dispatched.
-    paused_at = watch.feedback[0][1] + 0.1   # margin: commands and feedback are two topics
-    after = [c for t, c in watch.commands if t >= paused_at]
+    # A command sent after the 'paused' feedback arrived was sent after the pause began; one
+    # sent before may arrive later (two topics; a loaded host delivered one over 0.1 s late),
+    # so commands are taken by the stamp the executor sent them with (both on this host's
+    # system clock).
+    after = [c for t, c in watch.commands if t >= watch.paused_wall]
     hold, home = after[0], np.zeros_like(after[0])
     assert np.abs(hold - home).max() > 0.05, 'the arm was home already: nothing to show'
     fractions = []
