@@ -431,6 +431,17 @@ def test_starvation_holds_the_applied_target_and_drains_the_old_request():
     assert (stats.starved_ticks, stats.drained_requests) == (1, 1)
 
 
+def test_the_hold_target_is_taken_when_the_hold_begins_not_moved_by_late_reports():
+    core, loop = starve()
+    core.on_applied(np.array([2.0, 0.0]))            # the report of tick 3's target is late
+    out = core.tick(0.4)                             # tick 4: the hold begins on tick 2's
+    assert out.held and j1(out) == 2.0
+    core.on_applied(np.array([3.0, 0.0]))            # tick 3's report arrives during the hold
+    assert j1(core.tick(0.5)) == 2.0                 # still the target the hold began on
+    core.on_applied(np.array([2.0, 0.0]))            # then the reports of the hold itself
+    assert j1(core.tick(0.6)) == 2.0
+
+
 def test_a_stale_capture_never_restarts_motion():
     core, loop = starve()
     loop.tick()                                      # tick 4: wait begins, request 3

@@ -82,6 +82,15 @@ def test_pause_holds_the_last_applied_target_and_discards_the_continuation():
     assert all(value >= 5.0 for value in dispatched), dispatched   # no old step, ever
 
 
+def test_a_pause_after_the_tick_replaces_its_unsent_step_with_the_hold():
+    core, loop = moving_core()
+    out = core.tick(0.4)                  # the node pauses after the tick, before sending
+    assert j1(out) == 0.4 and not out.held
+    hold = core.pause(0.4, 'a question query')
+    assert round(float(hold[0]), 9) == 0.3   # the last applied target; 0.4 is never sent
+    assert {j1(core.tick(t)) for t in (0.5, 0.6)} == {0.3}
+
+
 def test_server_loss_while_paused_faults_the_query_and_returns_home():
     core, loop = moving_core()
     core.pause(0.35, 'a question query')

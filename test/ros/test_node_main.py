@@ -61,6 +61,32 @@ def test_objects_made_while_starting_are_kept_out_of_garbage_collections():
     assert frozen > 5000, result.stdout   # the node's own objects and every module's
 
 
+HANGING_NODE = textwrap.dedent("""
+    import time
+    from rclpy.node import Node
+    from remote_inference_py.common import node_main
+
+    class Hanging(Node):
+        def __init__(self):
+            super().__init__('hang_probe')
+            self.finished, self.exit_code = True, 0
+
+        def close(self):
+            time.sleep(1.0)   # longer than the report's delay below
+
+    node_main.CLEANUP_REPORT_S = 0.3
+    raise SystemExit(node_main.run_node(Hanging))
+""")
+
+
+def test_a_cleanup_that_hangs_reports_every_threads_stack_and_exits_as_before():
+    result = subprocess.run([sys.executable, '-c', HANGING_NODE], capture_output=True,
+                            text=True, timeout=60, env=dict(os.environ))
+    assert result.returncode == 0, result.stderr
+    assert 'Timeout (0:00:00.300000)!' in result.stderr, result.stderr
+    assert 'in close' in result.stderr and 'in run_node' in result.stderr, result.stderr
+
+
 STOPPING_NODE = textwrap.dedent("""
     import time
     from rclpy.node import Node

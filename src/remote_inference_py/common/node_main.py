@@ -46,6 +46,7 @@ and ``close()`` (release hardware; called exactly once, also after errors).
 
 import ctypes
 import ctypes.util
+import faulthandler
 import gc
 import os
 import signal
@@ -135,6 +136,7 @@ def _alive(pid):
 ROS_EXECUTOR_ENV = 'REMOTE_INFERENCE_ROS_EXECUTOR'
 EXECUTORS = ('events', 'single')
 SPIN_PERIOD_S = 0.1
+CLEANUP_REPORT_S = 8.0
 
 
 def make_ros_executor():
@@ -238,6 +240,11 @@ def run_node(node_factory, args=None, config_errors=()):
         exit_code = 130
     finally:
         interrupted.append('closing')   # signals from here on are ignored: close() must run
+        # Cleaning up and exiting take well under a second. Once in a few hundred stops on a
+        # loaded machine a process hung here for more than 18 s: if it lasts CLEANUP_REPORT_S,
+        # every thread's Python stack goes to stderr (it names the call that hangs). Report
+        # only: the process goes on as before. Python's own exit cancels the report.
+        faulthandler.dump_traceback_later(CLEANUP_REPORT_S, exit=False)
         gc.unfreeze()   # rclpy's context and the node are finalized by the collector at exit
         stop_spinning.set()
         looping = not isinstance(spinning, SingleThreadedExecutor)

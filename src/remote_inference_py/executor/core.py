@@ -236,12 +236,16 @@ class ExecutorCore:
         """
         self._session.fail_over(session_id, chunk_length, now)
 
-    def pause(self, now: float, reason: str) -> None:
+    def pause(self, now: float, reason: str) -> np.ndarray:
         """Hold for text work from `now` on: discard the buffered continuation (session.py).
 
-        RuntimeError names why it cannot (not moving, the server lost, already paused).
+        Return the hold command. A caller that pauses after :meth:`tick` but before sending
+        that tick's command sends this one instead: the tick's step belongs to the discarded
+        continuation, and the arm holds from the pausing tick on. RuntimeError names why it
+        cannot pause (not moving, the server lost, already paused).
         """
         self._session.pause(now, reason)
+        return self._robot.hold_command()
 
     def resume(self, now: float, reason: str) -> None:
         """End a pause at `now`: move again only from a capture taken after `now`."""
@@ -292,7 +296,7 @@ class ExecutorCore:
         if self._timeline.target(tick) is None:
             return self._hold(tick, now), True
         command = self._timeline.step_toward(tick, self._robot.previous_command())
-        self._robot.last_command = command
+        self._robot.dispatched(command)
         self._counters.add('dispatched_ticks')
         if self.state == State.WAITING:
             waited = now - self._robot.waiting_since

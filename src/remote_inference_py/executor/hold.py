@@ -17,8 +17,11 @@
 :class:`Hold` owns the robot's feedback (the measured pose and its health, the last target
 the driver applied, whether actuation failed), the pose measured at start, the last command
 sent, and the wait: when it began and whether the starvation grace has run out. The hold
-target is the last applied target, else the last command, else the measured pose; a hold
-re-sends it unchanged.
+target is the last applied target, else the last command, else the measured pose, taken when
+the hold begins and kept until a planned target is dispatched again: a hold re-sends it
+unchanged. Kept, because the driver's reports lag the commands: a report of a command sent just
+before the hold can arrive during it, and a target that followed the reports would step the arm
+forward and back between the two.
 
 :class:`ReturnHome` owns the shutdown: the outcome it ends in (STOPPED or FAULT), the
 reason, and the return path, a straight line in joint space from the hold target to the
@@ -45,6 +48,7 @@ class Hold:
         self.actuation_failed = False
         self.initial_pose = None
         self.last_command = None
+        self.held = None   # the hold target while holding, None while moving
         self.waiting_since = None
 
     def measure(self, positions):
@@ -82,7 +86,12 @@ class Hold:
         return self.measured is not None and self.measurement_ok
 
     def hold_target(self) -> np.ndarray:
-        """Return the pose a hold keeps: last applied, else last command, else measured."""
+        """Return the pose a hold keeps: last applied, else last command, else measured.
+
+        While holding, the target taken when the hold began.
+        """
+        if self.held is not None:
+            return self.held
         if self.applied is not None:
             return self.applied
         if self.last_command is not None:
@@ -95,8 +104,15 @@ class Hold:
 
     def hold_command(self) -> np.ndarray:
         """Return (and record as sent) the hold command: the hold target, unchanged."""
-        self.last_command = self.hold_target().copy()
+        if self.held is None:
+            self.held = self.hold_target().copy()
+        self.last_command = self.held.copy()
         return self.last_command
+
+    def dispatched(self, command: np.ndarray) -> None:
+        """Record `command` as sent: a planned target or a point on the way home; no hold."""
+        self.held = None
+        self.last_command = command
 
     def grace_expired(self, now: float, grace_s: float) -> bool:
         """Return True when the wait has lasted longer than `grace_s`."""

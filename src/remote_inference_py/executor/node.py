@@ -64,6 +64,7 @@ reported once, through :meth:`ExecutorNode.on_server_lost`.
 """
 
 import collections
+from dataclasses import replace
 import threading
 import time
 import traceback
@@ -520,7 +521,9 @@ class ExecutorNode(Node):
                     self.start_requested = False
                     self.get_logger().info('motion started')
             out = self.core.tick(now)
-            held_or_resumed = self.query is not None and self._step_query(now, out)
+            held_or_resumed = False
+            if self.query is not None:
+                held_or_resumed, out = self._step_query(now, out)
         if out.request is not None and not self.core.paused:   # a pause drained it at once
             self._send_request(out.request)
         self._repeat_first_request(now)
@@ -666,7 +669,8 @@ class ExecutorNode(Node):
     def _step_query(self, now, out):
         """Step the running query (under the lock) and carry out its actions.
 
-        Return True if it paused or resumed motion.
+        Return (True if it paused or resumed motion, the tick's output). A pause replaces the
+        tick's command, not sent yet, with the hold: the arm holds from the pausing tick on.
         """
         run = self.query
         changed = False
@@ -683,7 +687,7 @@ class ExecutorNode(Node):
                               reply=reply, cancel=run.cancel)
         for action in run.query.step(facts):
             if isinstance(action, queries.Pause):
-                self.core.pause(now, action.reason)
+                out = replace(out, command=self.core.pause(now, action.reason), held=True)
                 changed = True
             elif isinstance(action, queries.Ask):
                 run.future = self._ask(action)
@@ -705,7 +709,7 @@ class ExecutorNode(Node):
                     f'held {action.hold_s:.2f} s (ask {action.ask_s:.2f} s, resume '
                     f'{action.resume_s:.2f} s)')
                 run.finished.set_result(action)
-        return changed
+        return changed, out
 
     def _ask(self, ask):
         msg = Ask.Request(session_id=self.core.session_id, kind=ask.kind, text=ask.text,

@@ -227,7 +227,7 @@ class Session:
         self._counters.add('return_ticks')
         if arrived:
             self.end(State.FAULT if home.faulted else State.STOPPED, home.message(arrived=True))
-        self._robot.last_command = command
+        self._robot.dispatched(command)
         return command
 
     def end(self, state: State, message: str) -> None:
