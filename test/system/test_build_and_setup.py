@@ -27,6 +27,7 @@ import subprocess
 import sys
 
 import pytest
+from ros_fixtures import batch_priority
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VENV = pathlib.Path(sys.prefix)
@@ -55,7 +56,8 @@ def test_colcon_build_in_the_src_of_another_workspace(tmp_path):
     result = subprocess.run([str(VENV / 'bin' / 'colcon'), 'build', '--cmake-args',
                              '-DREMOTE_INFERENCE_TESTS=test/pure/test_merge.py;'
                              'test/pure/test_refill.py'],
-                            cwd=workspace, env=env, capture_output=True, text=True)
+                            cwd=workspace, env=env, capture_output=True, text=True,
+                            preexec_fn=batch_priority)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     install = workspace / 'install' / 'remote_inference'
     assert (install / 'lib' / 'remote_inference' / 'smoke').exists()
@@ -73,7 +75,7 @@ def test_colcon_build_in_the_src_of_another_workspace(tmp_path):
     # `colcon test` runs pytest against that install.
     result = subprocess.run([str(VENV / 'bin' / 'colcon'), 'test', '--event-handlers',
                              'console_direct+'], cwd=workspace, env=env,
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, preexec_fn=batch_priority)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert 'remote_inference_py' in result.stdout or 'passed' in result.stdout
     results = subprocess.run([str(VENV / 'bin' / 'colcon'), 'test-result', '--all'],

@@ -18,6 +18,8 @@ import pathlib
 import subprocess
 import sys
 
+from ros_fixtures import batch_priority
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PY_DIRS = [d for d in ['src', 'test', 'bench', 'tools', 'launch'] if (ROOT / d).is_dir()]
 LICENSE_MARK = 'Licensed under the Apache License, Version 2.0'
@@ -32,7 +34,7 @@ def python_files():
 
 def run(args):
     return subprocess.run([sys.executable, '-m'] + args, cwd=ROOT, capture_output=True,
-                          text=True)
+                          text=True, preexec_fn=batch_priority)
 
 
 def test_flake8_with_ament_settings():
