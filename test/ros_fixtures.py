@@ -234,14 +234,14 @@ class Spinner:
         """
         if not client.wait_for_service(timeout_sec=timeout):
             raise AssertionError(f'service {client.srv_name} not available after {timeout} s')
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
         futures = [client.call_async(request)]
         while not any(future.done() for future in futures):
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= started + timeout:
                 raise AssertionError(f'timed out after {timeout} s waiting for response of '
                                      f'{client.srv_name} (sent {len(futures)} time(s))')
             self.executor.spin_once(timeout_sec=0.02)
-            if retry_s and time.monotonic() >= deadline - timeout + retry_s * len(futures):
+            if retry_s and time.monotonic() >= started + retry_s * len(futures):
                 futures.append(client.call_async(request))
         return next(future for future in futures if future.done()).result()
 

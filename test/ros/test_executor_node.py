@@ -411,11 +411,30 @@ def test_admission_mismatch_refuses_before_motion(processes, ros):
     assert commands(arm) == []
 
 
-def test_motion_waits_until_the_request_topic_is_matched(processes, ros):
+def arm_first(processes, ros, **params):
+    """Start the fake arm and wait for its hardware/info; return the arm process.
+
+    For tests whose executor gives up after a short admission timeout: a loaded machine once
+    started the arm over 3 s after the executor, which then refused for want of any
+    hardware/info (another refusal than the one tested).
+    """
     node, spinner = ros
-    watch, arm, server, executor = start_system(
-        processes, ros, server={'request_topic': 'elsewhere/request'},
-        executor={'admission_timeout_s': 3.0}, watch_requests=False)
+    infos = []
+    info = node.create_subscription(HardwareInfo, 'hardware/info', infos.append, qos.LATCHED)
+    arm = processes.peer('fake_arm.py', params=params, node_name='fake_arm')
+    spinner.until(lambda: infos, 20, "the arm's hardware/info")
+    # Gone before the teardown stops the arm: once, with this reader still matched, the arm
+    # hung on SIGINT for 20 s (in Fast DDS, deleting its latched publisher, we believe).
+    node.destroy_subscription(info)
+    return arm, infos[-1]
+
+
+def test_motion_waits_until_the_request_topic_is_matched(processes, ros):
+    arm, _ = arm_first(processes, ros)
+    processes.peer('scripted_server.py', params={'request_topic': 'elsewhere/request'},
+                   node_name='scripted_server')
+    executor = processes.console_script(
+        'executor', params={**EXECUTOR, 'admission_timeout_s': 3.0}, node_name='executor')
     assert executor.wait(20) != 0
     out = executor.output()
     assert 'admitted us, but policy/request has no subscriber' in out, out
@@ -424,16 +443,8 @@ def test_motion_waits_until_the_request_topic_is_matched(processes, ros):
 
 def test_hardware_without_position_hold_never_moves(processes, ros):
     node, spinner = ros
-    # The arm first: a loaded machine once started it over 3 s after the executor, which
-    # then refused for want of any hardware/info (another refusal than the one tested).
-    infos = []
-    info = node.create_subscription(HardwareInfo, 'hardware/info', infos.append, qos.LATCHED)
-    arm = processes.peer('fake_arm.py', params={'position_hold': False}, node_name='fake_arm')
-    spinner.until(lambda: infos, 20, "the arm's hardware/info")
-    assert not infos[-1].position_hold
-    # Gone before the teardown stops the arm: once, with this reader still matched, the arm
-    # hung on SIGINT for 20 s (in Fast DDS, deleting its latched publisher, we believe).
-    node.destroy_subscription(info)
+    arm, info = arm_first(processes, ros, position_hold=False)
+    assert not info.position_hold
     processes.peer('scripted_server.py', node_name='scripted_server')
     executor = processes.console_script(
         'executor', params={**EXECUTOR, 'admission_timeout_s': 3.0}, node_name='executor')

@@ -38,8 +38,8 @@ the visual meshes are simplified (vertex clustering on a ``mesh_cell_m`` grid, 1
 of ~360k triangles down to ~12k) and the floor is drawn as a grid of FLOOR_GRID_M squares
 instead of the scene's 1 cm ones, for the rendering copy only; physics keeps the original
 meshes. The floor grid was most of a small frame's cost on llvmpipe (MuJoCo draws a plane
-square by square: 14.4 -> 5.5 ms CPU at 96x96, 35 -> 21 ms at 640x480), and the frames differ
-by at most 2 of 255 levels (mean 0.01).
+square by square; the frame times are below), and the frames differ by at most 2 of 255
+levels (mean 0.01).
 
 Measured on the project's 2-core machine without GPU (Mesa llvmpipe through EGL) with
 ``python -m remote_inference_py.hardware.sim --seconds 5 --width W --height H`` (physics
