@@ -62,6 +62,7 @@ CAMERA = {'sim_image_width': 64, 'sim_image_height': 48, 'sim_camera_rate_hz': 3
 SERVER = {'demo_image_size': [48, 64], 'extra_latency_s': 0.1}
 EXECUTOR = {'autostart': True, 'return_speed_rad_s': 2.0, 'admission_timeout_s': 120.0}
 SAMPLE_S = 10.0
+LOADER = 'import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass'
 STATUS = re.compile(r'^STATUS (\w+) ticks=(\d+) dispatched=(\d+) chunks=(\d+) starved=(\d+) '
                     r'dropped=(\d+) presence=(\w+) seen=(-?[\d.]+) session=(\w*) msg=(.*)$', re.M)
 
@@ -151,7 +152,9 @@ def soak(kind, minutes, drop_s, lease_s, log_dir):
                 raise RuntimeError(f'{kind}: the executor never ran; logs in {log_dir}')
             time.sleep(0.5)
         if kind == 'load':
-            loaders = [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+            # Busy until stopped, or until this benchmark dies without stopping them (a
+            # SIGKILL, an interrupted test run): an orphan's parent changes.
+            loaders = [subprocess.Popen([sys.executable, '-c', LOADER])
                        for _ in range(os.cpu_count() or 2)]
         began = time.monotonic()
         rss = {name: [rss_mb(proc.proc.pid)] for name, proc in procs.items()}
