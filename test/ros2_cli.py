@@ -194,10 +194,22 @@ def node_list(ros2, expected, attempts=20):
     return names
 
 
+NOT_FOUND_ATTEMPTS = 3
+
+
 def run_cli(ros2, *args, timeout=60, check=True):
-    """Run ``ros2 ARGS`` the way a user types it; return its stdout."""
-    result = subprocess.run([ros2, *args], capture_output=True, text=True, timeout=timeout,
-                            stdin=subprocess.DEVNULL)
+    """Run ``ros2 ARGS`` the way a user types it; return its stdout.
+
+    A verb that answers "Node not found" is run again (up to NOT_FOUND_ATTEMPTS times), as a
+    user would: without the daemon's graph (a daemon just started, or slow to answer on a
+    loaded host) the CLI discovers the graph itself for half a second, and a loaded CI host
+    once answered `ros2 param get` with it right after a `ros2 param set` to the same node.
+    """
+    for _ in range(NOT_FOUND_ATTEMPTS):
+        result = subprocess.run([ros2, *args], capture_output=True, text=True,
+                                timeout=timeout, stdin=subprocess.DEVNULL)
+        if 'Node not found' not in result.stdout + result.stderr:
+            break
     if check and result.returncode != 0:
         raise AssertionError(f'ros2 {" ".join(args)} exited {result.returncode}:\n'
                              f'{result.stdout}\n{result.stderr}')
