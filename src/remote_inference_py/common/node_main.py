@@ -240,10 +240,10 @@ def run_node(node_factory, args=None, config_errors=()):
         exit_code = 130
     finally:
         interrupted.append('closing')   # signals from here on are ignored: close() must run
-        # Cleaning up and exiting take well under a second. Once in a few hundred stops on a
-        # loaded machine a process hung here for more than 18 s: if it lasts CLEANUP_REPORT_S,
-        # every thread's Python stack goes to stderr (it names the call that hangs). Report
-        # only: the process goes on as before. Python's own exit cancels the report.
+        # Cleaning up and exiting take well under a second, but a few test runs on a loaded
+        # machine saw a process still alive 18 s after it had finished. If it lasts
+        # CLEANUP_REPORT_S, every thread's Python stack goes to stderr (it names the call that
+        # hangs). Report only: the process goes on as before. Python's exit cancels it.
         faulthandler.dump_traceback_later(CLEANUP_REPORT_S, exit=False)
         gc.unfreeze()   # rclpy's context and the node are finalized by the collector at exit
         stop_spinning.set()
