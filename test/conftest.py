@@ -91,10 +91,10 @@ def ros_context():
     """Initialise rclpy once for the test process; shut down at the end of the session."""
     import rclpy
     from rclpy.node import Node
-    # The test process announces itself every 0.1 s (test/fastdds_observer.xml), so it sees
-    # nodes started after it at once, not at their next 3 s announcement (a launched arm is
-    # already moving by then). Fast DDS reads the profile when the first participant of the
-    # process is made; node processes keep the shipped profile.
+    # The test process announces itself every 0.5 s (test/fastdds_observer.xml), so nodes
+    # started after it find it within about half a second, not at its next 3 s announcement
+    # (a launched arm is already moving by then). Fast DDS reads the profile when the first
+    # participant of the process is made; node processes keep the shipped profile.
     shipped = os.environ['FASTDDS_DEFAULT_PROFILES_FILE']
     os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = str(TEST_DIR / 'fastdds_observer.xml')
     try:

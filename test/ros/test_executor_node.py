@@ -148,10 +148,13 @@ def test_invalid_and_read_only_parameters_are_rejected_with_a_reason(processes, 
 
 def test_server_killed_holds_then_faults_returns_and_exits_nonzero(processes, ros):
     node, spinner = ros
-    # A lease shorter than the grace: the executor learns of the loss from the lease.
+    # A lease shorter than the grace: the executor learns of the loss from the lease. A 1 s
+    # refill and a 3 s grace keep a loaded host's late tick from starving the executor into a
+    # fault before the kill (a CI run did, with 0.2 s and 1 s).
     lease = {'presence_lease_s': 0.5}
-    watch, arm, server, executor = start_system(processes, ros, server={'delay_s': 0.05, **lease},
-                                                executor=lease)
+    watch, arm, server, executor = start_system(
+        processes, ros, server={'delay_s': 0.05, **lease},
+        executor={**lease, 'refill_seconds': 1.0, 'starvation_grace_s': 3.0})
     spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
     spinner.until(lambda: watch.last.chunks_accepted >= 2, 10, 'two chunks')
     assert watch.last.server_presence == 'alive' and watch.last.presence_lease_s == 0.5

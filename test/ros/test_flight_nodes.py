@@ -49,9 +49,17 @@ class Traffic:
                                  qos.CHUNKS)
 
     def most_in_flight(self):
-        """Return the most requests sent and not yet answered at any one time."""
+        """Return the most requests sent and not yet answered at any one time.
+
+        Only requests seen with their answer count: the test node may find the executor or
+        the server after their first messages, and one of a pair missed says nothing.
+        """
+        seen = {kind: {i for k, i in self.events if k == kind} for kind in ('request', 'chunk')}
+        paired = seen['request'] & seen['chunk']
         waiting, most = set(), 0
         for kind, request_id in self.events:
+            if request_id not in paired:
+                continue
             if kind == 'request':
                 waiting.add(request_id)
             else:
