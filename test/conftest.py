@@ -21,6 +21,7 @@ robot), discovery limited to this host, and the shared-memory Fast DDS profile f
 
 import os
 import pathlib
+import re
 import sys
 
 import pytest
@@ -86,17 +87,35 @@ def pytest_collection_modifyitems(config, items):
                                  item.path.name != 'test_build_and_setup.py'))
 
 
+# The test process announces itself every 0.5 s, the nodes every 1 s (config/fastdds_shm.xml):
+# a node started after the test process finds it within about half a second (its first
+# messages arrive 0.05-0.4 s after it starts), where a node would wait up to 1 s. It was
+# 0.1 s: Fast DDS 3.2 can deadlock the event thread that runs these announcements against
+# discovery, and a worker then hung in the next call that deleted an endpoint (README,
+# "Tests"); five times fewer announcements give that race five times fewer chances.
+OBSERVER_ANNOUNCEMENT = '<sec>0</sec><nanosec>500000000</nanosec>'
+
+
+def observer_profile(shipped: pathlib.Path, folder: pathlib.Path) -> pathlib.Path:
+    """Write the shipped profile with the test process's announcement period into folder."""
+    text, count = re.subn(r'(<leaseAnnouncement>)(.*?)(</leaseAnnouncement>)',
+                          rf'\g<1>{OBSERVER_ANNOUNCEMENT}\g<3>', shipped.read_text(), flags=re.S)
+    assert count == 1, f'{shipped} has no single leaseAnnouncement to shorten'
+    path = folder / 'fastdds_observer.xml'
+    path.write_text(text)
+    return path
+
+
 @pytest.fixture(scope='session')
-def ros_context():
+def ros_context(tmp_path_factory):
     """Initialise rclpy once for the test process; shut down at the end of the session."""
     import rclpy
     from rclpy.node import Node
-    # The test process announces itself every 0.5 s (test/fastdds_observer.xml), so nodes
-    # started after it find it within about half a second, not at its next 3 s announcement
-    # (a launched arm is already moving by then). Fast DDS reads the profile when the first
-    # participant of the process is made; node processes keep the shipped profile.
+    # Fast DDS reads the profile when the process makes its first participant; node
+    # processes keep the shipped profile.
     shipped = os.environ['FASTDDS_DEFAULT_PROFILES_FILE']
-    os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = str(TEST_DIR / 'fastdds_observer.xml')
+    os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = str(
+        observer_profile(pathlib.Path(shipped), tmp_path_factory.mktemp('dds')))
     try:
         context = rclpy.Context()
         rclpy.init(context=context)

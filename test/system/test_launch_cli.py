@@ -275,7 +275,9 @@ def test_sigint_to_the_process_group_does_not_cut_the_return(ros, launch_factory
     watch.wait_moving(launch)
     launch.signal(signal.SIGINT, group=True)   # every node: once direct, once from launch
     watch.check_returned(launch)
-    assert 'already stopping' in launch.output()
+    # A node logs 'already stopping' for the second copy only if Python ran its handler for
+    # the first one before the second arrived (it runs one handler for both otherwise, as in
+    # a clean-clone run); test_node_main.py sends the repeat once the stop began.
     assert launch.wait(timeout=20) == 0
 
 
