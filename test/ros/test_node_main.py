@@ -87,6 +87,38 @@ def test_a_cleanup_that_hangs_reports_every_threads_stack_and_exits_as_before():
     assert 'in close' in result.stderr and 'in run_node' in result.stderr, result.stderr
 
 
+DEADLOCKED_TEARDOWN = textwrap.dedent("""
+    import time
+    from rclpy.node import Node
+    from remote_inference_py.common import node_main
+
+    class Deadlocked(Node):
+        def __init__(self):
+            super().__init__('teardown_probe')
+            self.finished, self.exit_code = True, 0
+
+        def close(self):
+            time.sleep(0.5)   # a clean-up longer than the report's delay: only reported
+            print('closed', flush=True)
+
+        def destroy_node(self):
+            time.sleep(120)   # as Fast DDS deleting an endpoint in a deadlock
+
+    node_main.CLEANUP_REPORT_S = 0.3
+    node_main.TEARDOWN_BOUND_S = 1.0
+    raise SystemExit(node_main.run_node(Deadlocked))
+""")
+
+
+def test_a_teardown_that_hangs_after_the_clean_up_ends_the_process_naming_the_call():
+    result = subprocess.run([sys.executable, '-c', DEADLOCKED_TEARDOWN], capture_output=True,
+                            text=True, timeout=60, env=dict(os.environ))
+    assert result.returncode == 1, result.stderr
+    assert 'closed' in result.stdout   # the node's own clean-up ran to its end first
+    # The bound ended it (stacks printed by faulthandler), not the 120 s sleep.
+    assert 'in destroy_node' in result.stderr and 'in run_node' in result.stderr, result.stderr
+
+
 STOPPING_NODE = textwrap.dedent("""
     import time
     from rclpy.node import Node

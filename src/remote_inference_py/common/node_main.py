@@ -38,7 +38,10 @@ keeps moving the arm.
 
 The process exits with ``node.exit_code`` (non-zero after a terminal fault), 2 when the node
 could not start (a configuration error or unparsable ROS arguments, logged with what is
-wrong), and 130 when interrupted.
+wrong), and 130 when interrupted. After ``close()``, destroying the node's DDS endpoints is
+bounded by ``TEARDOWN_BOUND_S``: a process still in it then prints every thread's stack and
+exits with 1 (Fast DDS 3.2 can deadlock there); a slow ``close()`` is only reported, after
+``CLEANUP_REPORT_S``.
 
 Nodes used with :func:`run_node` provide ``finished``, ``exit_code``, ``request_stop(reason)``
 and ``close()`` (release hardware; called exactly once, also after errors).
@@ -137,6 +140,7 @@ ROS_EXECUTOR_ENV = 'REMOTE_INFERENCE_ROS_EXECUTOR'
 EXECUTORS = ('events', 'single')
 SPIN_PERIOD_S = 0.1
 CLEANUP_REPORT_S = 8.0
+TEARDOWN_BOUND_S = 10.0
 
 
 def make_ros_executor():
@@ -258,6 +262,12 @@ def run_node(node_factory, args=None, config_errors=()):
             try:
                 node.close()
             finally:
+                # The node's own clean-up is done (the arm returned, torque off): what is left
+                # is DDS tearing the endpoints down, which Fast DDS 3.2 can deadlock against
+                # its discovery thread (README, "Tests"). Bounded: after TEARDOWN_BOUND_S every
+                # thread's stack goes to stderr and the process exits with code 1, instead
+                # of hanging until someone kills it.
+                faulthandler.dump_traceback_later(TEARDOWN_BOUND_S, exit=True)
                 node.destroy_node()
         rclpy.try_shutdown()
         for signum, handler in previous.items():
