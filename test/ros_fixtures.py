@@ -42,6 +42,8 @@ PEERS = pathlib.Path(__file__).resolve().parent / 'peers'
 
 
 BATCH_NICENESS = 10
+# A message a test sends to a node again until the node shows it got it (``repeat`` below).
+REPEAT_S = 0.25
 
 
 def batch_priority():
@@ -125,11 +127,20 @@ class NodeProcess:
             self._log.flush()
         return self.log_path.read_text(errors='replace')
 
-    def wait_for_output(self, pattern, timeout=20.0, spinner=None):
-        """Wait until the log matches the regular expression; return the match."""
+    def wait_for_output(self, pattern, timeout=20.0, spinner=None, repeat=None):
+        """Wait until the log matches the regular expression; return the match.
+
+        ``repeat`` (a callable, e.g. publishing a message) runs at once and every REPEAT_S
+        while waiting: a message sent as soon as the test sees the node's reader can still
+        be lost while the node's side of the match is under way.
+        """
         deadline = time.monotonic() + timeout
         regex = re.compile(pattern)
+        repeated = -1.0
         while time.monotonic() < deadline:
+            if repeat is not None and time.monotonic() - repeated >= REPEAT_S:
+                repeat()
+                repeated = time.monotonic()
             match = regex.search(self.output())
             if match:
                 return match
@@ -212,10 +223,17 @@ class Spinner:
                 return
             self.executor.spin_once(timeout_sec=min(remaining, 0.02))
 
-    def until(self, predicate, timeout=10.0, what='condition'):
-        """Spin until predicate() is truthy; return its value or fail naming what."""
+    def until(self, predicate, timeout=10.0, what='condition', repeat=None):
+        """Spin until predicate() is truthy; return its value or fail naming what.
+
+        ``repeat`` runs at once and every REPEAT_S while waiting (NodeProcess.wait_for_output).
+        """
         deadline = time.monotonic() + timeout
+        repeated = -1.0
         while time.monotonic() < deadline:
+            if repeat is not None and time.monotonic() - repeated >= REPEAT_S:
+                repeat()
+                repeated = time.monotonic()
             value = predicate()
             if value:
                 return value

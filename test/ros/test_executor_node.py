@@ -361,10 +361,12 @@ def test_bad_chunks_are_dropped_with_a_named_reason(processes, ros, transport):
     garbage = node.create_publisher(ActionChunk, 'policy/chunk', qos.CHUNKS)
     accepted = watch.last.chunks_accepted
     spinner.until(lambda: garbage.get_subscription_count() > 0, 10, 'executor matched')
-    garbage.publish(b'\0\x01\0\0' + b'\xff' * 7)
     if transport == 'fast':
         executor.wait_for_output(
-            'dropped a malformed ActionChunk on policy/chunk: header.frame_id', 10, spinner)
+            'dropped a malformed ActionChunk on policy/chunk: header.frame_id', 10, spinner,
+            repeat=lambda: garbage.publish(b'\0\x01\0\0' + b'\xff' * 7))
+    else:
+        garbage.publish(b'\0\x01\0\0' + b'\xff' * 7)
     spinner.until(lambda: watch.last.chunks_accepted >= max(accepted + 2, 3), 10,
                   'motion continues')
     assert watch.state() in ('RUNNING', 'WAITING')
@@ -376,8 +378,9 @@ def test_a_joint_state_with_fewer_positions_than_names_is_named(processes, ros, 
     spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
     short = node.create_publisher(JointState, 'joint_states', qos.JOINT_STATES)
     spinner.until(lambda: short.get_subscription_count() > 0, 10, 'executor matched')
-    short.publish(JointState(name=JOINTS, position=[0.0] * 5))
-    executor.wait_for_output('joint_states has 6 names but 5 positions', 10, spinner)
+    executor.wait_for_output('joint_states has 6 names but 5 positions', 10, spinner,
+                             repeat=lambda: short.publish(
+                                 JointState(name=JOINTS, position=[0.0] * 5)))
     ticks = watch.last.ticks
     spinner.until(lambda: watch.last.ticks > ticks + 10, 10, 'the executor ticks on')
     assert watch.state() == 'RUNNING'

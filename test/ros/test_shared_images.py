@@ -138,15 +138,16 @@ def test_frames_from_another_host_and_bad_references_fall_back_or_are_rejected(
     # References a peer on this host could get wrong: each is named, serving goes on.
     bogus = node.create_publisher(SharedImage, TOPIC + '/shm', qos.IMAGES)
     spinner.until(lambda: bogus.get_subscription_count() > 0, 10, 'server on /shm')
-    bogus.publish(SharedImage(ring='../../etc/passwd', slot=1, sequence=1, size=10))
     server.wait_for_output(r"not shared memory: '../../etc/passwd' is not a frame ring name",
-                           10, spinner)
+                           10, spinner, repeat=lambda: bogus.publish(
+                               SharedImage(ring='../../etc/passwd', slot=1, sequence=1, size=10)))
     real = ImagePublisher(node, 'cameras/other/image_raw', qos.IMAGES, True, 'front')
     real.publish(0, 1, 'x', red_right(), 'rgb8')
     try:
-        bogus.publish(SharedImage(ring=real.ring.name, slot=2, sequence=1, size=10))
         server.wait_for_output(r'rejected observation.images.front sample \[shared_memory\]: '
-                               r'frame ring \S+: sequence 1 cannot be in slot 2', 10, spinner)
+                               r'frame ring \S+: sequence 1 cannot be in slot 2', 10, spinner,
+                               repeat=lambda: bogus.publish(SharedImage(
+                                   ring=real.ring.name, slot=2, sequence=1, size=10)))
         serve(robot, session, 2)
     finally:
         real.close()
