@@ -379,11 +379,14 @@ def test_persistent_failure_names_the_motor_then_faults(emulator):
 
 
 def test_success_resets_the_consecutive_count(emulator):
-    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, retries=0,
+    # One retry, two bad replies: each faulted read fails once the retry fails too, while a
+    # reply the loaded emulator sends late is retried (with no retry, one such reply failed
+    # the torque-off confirmation in disconnect() in a clean-clone run).
+    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, retries=1,
                                             max_consecutive_failures=2, latency_timer_ms=5.0))
     bus.connect()
     for _ in range(3):
-        emulator.inject_fault(4, 'bad_checksum', count=1)
+        emulator.inject_fault(4, 'bad_checksum', count=2)
         with pytest.raises(ServoChecksumError, match="motor 'wrist_flex' \\(id 4\\)"):
             bus.read_positions()
         bus.read_positions()
@@ -393,10 +396,12 @@ def test_success_resets_the_consecutive_count(emulator):
 
 
 def test_reset_fault_resumes(emulator):
-    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, retries=0,
+    # One retry, two missing replies: the read fails and faults the bus; a reply the loaded
+    # emulator sends late elsewhere is retried (as in the test above).
+    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, retries=1,
                                             max_consecutive_failures=1, latency_timer_ms=5.0))
     bus.connect()
-    emulator.inject_fault(6, 'missing', count=1)
+    emulator.inject_fault(6, 'missing', count=2)
     with pytest.raises(BusFaultError, match="motor 'gripper'"):
         bus.read_positions()
     bus.reset_fault()
