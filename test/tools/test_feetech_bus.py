@@ -146,8 +146,10 @@ def test_a_motor_is_pinged_again_on_connect_before_it_is_named_missing(emulator,
     began = time.monotonic()
     if lost is not None:
         bus.connect()
-        assert bus.is_connected and bus.counters.timeouts == lost
-        bus.disconnect()
+        assert bus.is_connected and bus.counters.timeouts >= lost   # more if a reply is late
+        # Torque was never on; with no retry one late reply would fail its confirmation (a
+        # clean-clone run), which is not what this test is about.
+        bus.disconnect(disable_torque=False)
     else:
         with pytest.raises(MotorNotFoundError, match="motor 'wrist_roll' \\(id 5\\) did not"):
             bus.connect()
