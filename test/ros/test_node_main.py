@@ -61,58 +61,45 @@ def test_objects_made_while_starting_are_kept_out_of_garbage_collections():
     assert frozen > 5000, result.stdout   # the node's own objects and every module's
 
 
-HANGING_NODE = textwrap.dedent("""
+SLOW_CLEANUP_NODE = textwrap.dedent("""
+    import sys
     import time
     from rclpy.node import Node
     from remote_inference_py.common import node_main
 
-    class Hanging(Node):
+    class Slow(Node):
         def __init__(self):
-            super().__init__('hang_probe')
+            super().__init__('cleanup_probe')
             self.finished, self.exit_code = True, 0
 
         def close(self):
-            time.sleep(1.0)   # longer than the report's delay below
+            time.sleep(1.0)   # longer than the report's delay below: only reported
+            print('closed', flush=True)
+
+        def destroy_node(self):
+            time.sleep(float(sys.argv[1]))   # 120: as Fast DDS deleting an endpoint in a deadlock
+            super().destroy_node()
 
     node_main.CLEANUP_REPORT_S = 0.3
-    raise SystemExit(node_main.run_node(Hanging))
+    node_main.TEARDOWN_BOUND_S = 2.0
+    raise SystemExit(node_main.run_node(Slow))
 """)
 
 
+def run_slow_cleanup(destroy_s):
+    return subprocess.run([sys.executable, '-c', SLOW_CLEANUP_NODE, str(destroy_s)],
+                          capture_output=True, text=True, timeout=60, env=dict(os.environ))
+
+
 def test_a_cleanup_that_hangs_reports_every_threads_stack_and_exits_as_before():
-    result = subprocess.run([sys.executable, '-c', HANGING_NODE], capture_output=True,
-                            text=True, timeout=60, env=dict(os.environ))
+    result = run_slow_cleanup(0)
     assert result.returncode == 0, result.stderr
     assert 'Timeout (0:00:00.300000)!' in result.stderr, result.stderr
     assert 'in close' in result.stderr and 'in run_node' in result.stderr, result.stderr
 
 
-DEADLOCKED_TEARDOWN = textwrap.dedent("""
-    import time
-    from rclpy.node import Node
-    from remote_inference_py.common import node_main
-
-    class Deadlocked(Node):
-        def __init__(self):
-            super().__init__('teardown_probe')
-            self.finished, self.exit_code = True, 0
-
-        def close(self):
-            time.sleep(0.5)   # a clean-up longer than the report's delay: only reported
-            print('closed', flush=True)
-
-        def destroy_node(self):
-            time.sleep(120)   # as Fast DDS deleting an endpoint in a deadlock
-
-    node_main.CLEANUP_REPORT_S = 0.3
-    node_main.TEARDOWN_BOUND_S = 1.0
-    raise SystemExit(node_main.run_node(Deadlocked))
-""")
-
-
 def test_a_teardown_that_hangs_after_the_clean_up_ends_the_process_naming_the_call():
-    result = subprocess.run([sys.executable, '-c', DEADLOCKED_TEARDOWN], capture_output=True,
-                            text=True, timeout=60, env=dict(os.environ))
+    result = run_slow_cleanup(120)
     assert result.returncode == 1, result.stderr
     assert 'closed' in result.stdout   # the node's own clean-up ran to its end first
     # The bound ended it (stacks printed by faulthandler), not the 120 s sleep.
