@@ -348,6 +348,33 @@ def test_a_late_reply_is_dropped_not_read_as_the_next_answer(emulator):
     assert counters.late_bytes_dropped >= 16, counters
 
 
+def test_a_held_reply_is_refused_by_its_length_and_cannot_enter_a_calibration(emulator):
+    # A reply held back past the quiet wait and sent after the next request (a host stalled
+    # between two replies). The protocol has no sequence numbers: only the motor id and the
+    # length can tell it from the answer. Held twice: the retry reads the first held reply,
+    # and the second comes ahead of the next read's answer.
+    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, latency_timer_ms=5.0))
+    bus.connect()
+    for register, value in (('Homing_Offset', 11), ('Min_Position_Limit', 100),
+                            ('Max_Position_Limit', 4000)):
+        emulator.command(f'set 1 {register} {value}')
+    # The 24-byte reply a retry leaves behind is neither a position nor a torque state: the
+    # SDK alone would cut it to size and return its first bytes (from Min_Position_Limit).
+    for late_reader, expected in ((bus.read_positions, 2048 - 11),   # present = actual - offset
+                                  (lambda: {'shoulder_pan': bus.read_register(
+                                      'shoulder_pan', 'Torque_Enable')}, 0)):
+        emulator.inject_fault(1, 'held_reply', count=2)
+        # One 24-byte read per motor: read one register at a time, the held Homing_Offset
+        # reply would be taken for Min_Position_Limit (range_min 11).
+        pan = bus.read_calibration()['shoulder_pan']
+        assert (pan.homing_offset, pan.range_min, pan.range_max) == (11, 100, 4000)
+        corrupt_before = bus.counters.checksum_errors
+        assert late_reader()['shoulder_pan'] == expected
+        assert bus.counters.checksum_errors >= corrupt_before + 1
+    assert bus.counters.recovered >= 4
+    bus.disconnect()
+
+
 def test_persistent_failure_names_the_motor_then_faults(emulator):
     config = FeetechBusConfig.so101(emulator.port, retries=1, max_consecutive_failures=3,
                                     latency_timer_ms=5.0)

@@ -42,9 +42,10 @@ class StatusGroupSyncRead(scs.GroupSyncRead):
     """``GroupSyncRead`` that keeps each reply's status byte and the id that failed.
 
     The SDK's version drops the status byte of every reply, so hardware errors such as
-    overload would go unseen, and does not say which motor failed; it also accepts a short
-    reply and later reads it as 0. Here ``errors`` maps ids to status bytes, ``failed_id``
-    names the first motor without a complete reply, and a short reply counts as corrupt.
+    overload would go unseen, and does not say which motor failed; it also accepts a reply of
+    another length (a short one later reads as 0, a long one, late from an earlier read, is
+    cut to size). Here ``errors`` maps ids to status bytes, ``failed_id`` names the first motor
+    without its reply, and a reply without exactly ``data_length`` bytes counts as corrupt.
     """
 
     def __init__(self, port, ph, start_address, data_length):
@@ -60,15 +61,20 @@ class StatusGroupSyncRead(scs.GroupSyncRead):
         self.failed_id = None
         if not self.data_dict:
             return scs.COMM_NOT_AVAILABLE
+        first = scs.PKT_PARAMETER0
         for motor_id in self.data_dict:
-            data, result, error = self.ph.readRx(self.port, motor_id, self.data_length)
-            self.data_dict[motor_id] = data
-            if result == scs.COMM_SUCCESS and len(data) != self.data_length:
+            self.data_dict[motor_id] = []
+            while True:     # as the SDK's readRx: replies of other ids are skipped
+                reply, result = self.ph.rxPacket(self.port)
+                if result != scs.COMM_SUCCESS or reply[scs.PKT_ID] == motor_id:
+                    break
+            if result == scs.COMM_SUCCESS and reply[scs.PKT_LENGTH] != self.data_length + 2:
                 result = scs.COMM_RX_CORRUPT
             if result != scs.COMM_SUCCESS:
                 self.failed_id = motor_id
                 return result
-            self.errors[motor_id] = error
+            self.data_dict[motor_id] = list(reply[first:first + self.data_length])
+            self.errors[motor_id] = reply[scs.PKT_ERROR]
         self.last_result = True
         return scs.COMM_SUCCESS
 

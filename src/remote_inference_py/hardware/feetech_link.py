@@ -21,11 +21,17 @@ every bus operation: an attempt (one SDK call, built by :meth:`~BusLink.ping`,
 checksum or truncated) or a port error, and counted (:class:`BusCounters`). An operation that
 still fails raises :class:`ServoTimeoutError`, :class:`ServoChecksumError` or
 :class:`ServoPortError`, naming the motor (the one the SDK says failed, for a group), the port
-and the operation. A reply that comes after its request timed out would be read as the answer
-to the next request when it has the same motor id and length (a late Homing_Offset taken for
-Min_Position_Limit): after a timeout or a corrupt reply, the next attempt first waits until the
-line has been quiet for SETTLE_QUIET_S and drops what arrived (counted in
-``late_bytes_dropped``). :meth:`~BusLink.identify` pings every motor on connect and names the ones
+and the operation.
+
+The protocol has no sequence numbers: a reply names only its motor. A reply that comes after
+its request timed out could be read as the answer to a later request. Three defences: a reply
+is the answer only with the motor's id and exactly the parameter count asked for (a late
+24-byte calibration block is not a 1-byte torque state; the SDK alone takes any reply with the
+id and cuts it to size); after a timeout or a corrupt reply, the next attempt first waits until
+the line has been quiet for SETTLE_QUIET_S and drops what arrived (counted in
+``late_bytes_dropped``); and the calibration is read one block per motor
+(:mod:`.feetech_registers`), so no two of its registers can be mistaken for each other.
+:meth:`~BusLink.identify` pings every motor on connect and names the ones
 missing or of another model. After ``max_consecutive_failures`` failed operations in a row it
 raises :class:`BusFaultError` and stays faulted: operations raise at once without bus traffic,
 except those allowed while faulted (switching torque off), until :meth:`~BusLink.reset_fault`.
@@ -41,7 +47,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import scservo_sdk as scs
 import serial
 
-from remote_inference_py.robot.control_table import ControlTable
+from remote_inference_py.robot.control_table import ControlTable, Register
 
 _LOGGER = logging.getLogger('remote_inference_py.hardware.feetech')
 
@@ -239,7 +245,8 @@ class BusLink:
             reply = None
             while reply is None:
                 try:
-                    reply = self.ping(motor_id, name, count_failure=False, attempts=attempts)
+                    reply = self.ping(motor_id, name, table['Model_Number'],
+                                      count_failure=False, attempts=attempts)
                 except ServoCommError:
                     if time.monotonic() >= window_ends:
                         break
@@ -286,11 +293,14 @@ class BusLink:
 
     # Operations: each returns what its reply carried, or raises a named error.
 
-    def ping(self, motor_id: int, motor: str, count_failure: bool = True,
-             attempts: Optional[int] = None):
-        """Ping one motor (``attempts`` times at most); return (model number, status byte)."""
-        return self.run('ping', lambda: self._ping_once(motor_id), motor=motor,
-                        count_failure=count_failure, attempts=attempts)
+    def ping(self, motor_id: int, motor: str, model_register: Register,
+             count_failure: bool = True, attempts: Optional[int] = None):
+        """Ping one motor and read ``model_register`` (``attempts`` times at most).
+
+        Return (model number, status byte).
+        """
+        return self.run('ping', lambda: self._ping_once(motor_id, model_register),
+                        motor=motor, count_failure=count_failure, attempts=attempts)
 
     def read(self, operation: str, motor_id: int, address: int, size: int, motor: str):
         """Read ``size`` bytes at ``address`` of one motor; return (data, status byte)."""
@@ -315,26 +325,43 @@ class BusLink:
         """Send ``payload`` (motor id, bytes) in one SYNC_WRITE (no reply)."""
         self.run(operation, lambda: self._sync_write_once(writer, payload))
 
-    def _ping_once(self, motor_id: int):
-        try:
-            model_number, result, error = self.packet_handler.ping(self.handler, motor_id)
-        except IndexError:
-            # The SDK's ping reads the model number and indexes the reply's parameters
-            # unchecked: a reply without them (a late reply to an earlier request, read in
-            # place of the answer) is a corrupt reply, retried like one.
-            return scs.COMM_RX_CORRUPT, None, None
-        return result, (model_number, error), None
+    def _transact(self, motor_id: int, instruction: int, params: Sequence[int],
+                  reply_size: int):
+        """Send one request; return ``(sdk_result, reply parameters, status byte)``.
+
+        The SDK takes the first reply with the motor's id as the answer. Here it is the answer
+        only if it also carries exactly ``reply_size`` parameters; any other reply (an earlier
+        request's, of another length) is a corrupt reply, retried after a quiet line.
+        """
+        packet = [0] * (6 + len(params))
+        packet[scs.PKT_ID] = motor_id
+        packet[scs.PKT_LENGTH] = len(params) + 2
+        packet[scs.PKT_INSTRUCTION] = instruction
+        packet[scs.PKT_PARAMETER0:scs.PKT_PARAMETER0 + len(params)] = params
+        reply, result, _ = self.packet_handler.txRxPacket(self.handler, packet)
+        if result != scs.COMM_SUCCESS:
+            return result, None, 0
+        if reply[scs.PKT_LENGTH] != reply_size + 2:
+            return scs.COMM_RX_CORRUPT, None, 0
+        first = scs.PKT_PARAMETER0
+        return result, list(reply[first:first + reply_size]), reply[scs.PKT_ERROR]
+
+    def _ping_once(self, motor_id: int, model_register: Register):
+        result, _, error = self._transact(motor_id, scs.INST_PING, (), 0)
+        if result == scs.COMM_SUCCESS:
+            result, data, error = self._transact(
+                motor_id, scs.INST_READ, (model_register.address, model_register.size),
+                model_register.size)
+        if result != scs.COMM_SUCCESS:
+            return result, None, None
+        return result, (model_register.from_bytes(data), error), None
 
     def _read_once(self, motor_id: int, address: int, size: int):
-        data, result, error = self.packet_handler.readTxRx(self.handler, motor_id, address,
-                                                           size)
-        if result == scs.COMM_SUCCESS and len(data) != size:
-            result = scs.COMM_RX_CORRUPT
+        result, data, error = self._transact(motor_id, scs.INST_READ, (address, size), size)
         return result, (data, error), None
 
     def _write_once(self, motor_id: int, address: int, data: List[int]):
-        result, error = self.packet_handler.writeTxRx(self.handler, motor_id, address,
-                                                      len(data), data)
+        result, _, error = self._transact(motor_id, scs.INST_WRITE, [address] + list(data), 0)
         return result, error, None
 
     def _sync_read_once(self, reader):

@@ -20,15 +20,20 @@ the control table into single-motor reads and writes through the bus's
 applied; a read-only register is refused by name before anything is sent), keeps each reply's
 status flags (:class:`~.feetech_groups.MotorStatus`), and reads or checks a
 :class:`~remote_inference_py.robot.calibration.Calibration` as the three registers that hold
-it on the servo: ``Homing_Offset``, ``Min_Position_Limit``, ``Max_Position_Limit``.
+it on the servo: ``Homing_Offset``, ``Min_Position_Limit``, ``Max_Position_Limit``, read in
+one block per motor (:meth:`Registers.read_block`).
 """
 
-from typing import Callable, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from remote_inference_py.hardware.feetech_groups import MotorStatus
 from remote_inference_py.hardware.feetech_link import BusLink
 from remote_inference_py.robot.calibration import Calibration, MotorCalibration, NormMode
 from remote_inference_py.robot.control_table import ControlTable
+
+CALIBRATION_REGISTERS = ('Min_Position_Limit', 'Max_Position_Limit', 'Homing_Offset')
+"""The registers that hold a calibration on the servo (addresses 9-12 and 31-32 on the STS3215:
+one 24-byte read)."""
 
 
 class Registers:
@@ -75,12 +80,31 @@ class Registers:
         drive_modes = drive_modes or {}
         motors = {}
         for name, motor_id in self.link.ids.items():
+            values = self.read_block(name, CALIBRATION_REGISTERS)
             motors[name] = MotorCalibration(
                 id=motor_id, drive_mode=int(drive_modes.get(name, 0)),
-                homing_offset=self.read(name, 'Homing_Offset'),
-                range_min=self.read(name, 'Min_Position_Limit'),
-                range_max=self.read(name, 'Max_Position_Limit'))
+                homing_offset=values['Homing_Offset'], range_min=values['Min_Position_Limit'],
+                range_max=values['Max_Position_Limit'])
         return Calibration(motors, norm_modes)
+
+    def read_block(self, name: str, registers: Sequence[str]) -> Dict[str, int]:
+        """Read ``registers`` of motor ``name`` in one READ spanning them; values by name.
+
+        One reply carries them all, so a late reply to an earlier single-register read (of
+        another length) is refused rather than taken for one of them.
+        """
+        entries = [self.table[register] for register in registers]
+        start = min(entry.address for entry in entries)
+        end = max(entry.address + entry.size for entry in entries)
+        motor_id = self.motor_id(name)
+        data, error = self.link.read(f'read {", ".join(registers)}', motor_id, start,
+                                     end - start, name)
+        self.status.note(motor_id, error)
+        values = {}
+        for entry in entries:
+            offset = entry.address - start
+            values[entry.name] = entry.from_bytes(data[offset:offset + entry.size])
+        return values
 
     def calibration_writes(self, calibration: Calibration) -> List[Tuple[str, str, int]]:
         """Return the (motor, register, value) writes of a calibration, motor by motor.

@@ -44,7 +44,9 @@ stdin, one reply line on stdout, ``ok [result]`` or ``error <message>``:
   reply to an earlier PING read in place of the answer), ``overload`` (the overload bit 0x20
   is set in the status byte of replies and in the ``Status`` register), ``late_reply`` (the
   reply comes LATE_REPLY_S late, after the driver's reply timeout, as from a stalled adapter
-  or host) or ``missing`` (the motor ignores everything, as if unplugged). With ``count``
+  or host), ``held_reply`` (the reply is held back and sent just ahead of the motor's next
+  reply, after the next request: later than any quiet wait, as from a host stalled between
+  two replies) or ``missing`` (the motor ignores everything, as if unplugged). With ``count``
   the fault affects that many packets, then clears itself; without, it lasts until cleared.
 - ``clear [id]``: clear the faults of one motor, or of all.
 - ``get <id> <register>``: read a register by name (decoded) or by address (one byte).
@@ -78,7 +80,8 @@ INST_SYNC_WRITE = 0x83
 BROADCAST_ID = 0xFE
 ERROR_OVERLOAD = 0x20
 
-FAULT_KINDS = ('no_reply', 'bad_checksum', 'short_reply', 'overload', 'late_reply', 'missing')
+FAULT_KINDS = ('no_reply', 'bad_checksum', 'short_reply', 'overload', 'late_reply', 'held_reply',
+               'missing')
 """Fault kinds accepted by ``fault <id> <kind> [count]``."""
 LATE_REPLY_S = 0.03
 """How late a ``late_reply`` comes [s]: beyond the reply timeout at a 5 ms latency timer
@@ -169,6 +172,7 @@ class EmulatedServo:
         self.memory = bytearray(MEMORY_SIZE)
         self.faults: Dict[str, Optional[int]] = {}
         self.pending_write: Optional[Tuple[int, bytes]] = None
+        self.held = b''   # a held_reply, sent ahead of the next reply
         self._position = float(position)
         self._last_update: Optional[float] = None
         self._read_only = set()
@@ -289,7 +293,11 @@ class EmulatedServo:
         packet = bytearray(build_packet(self.id, error, params))
         if self.take_fault('bad_checksum'):
             packet[-1] ^= 0x5A
-        return bytes(packet)
+        held, self.held = self.held, b''
+        if self.take_fault('held_reply'):
+            self.held = bytes(packet)
+            return held or None
+        return held + bytes(packet)
 
     def reply_delay_s(self) -> float:
         """Reply delay from ``Return_Delay_Time`` (2 us units), plus a ``late_reply``'s."""
