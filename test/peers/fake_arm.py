@@ -41,7 +41,7 @@ class FakeArm(Node):
         self.joint_names = list(self.declare_parameter('joint_names', JOINTS).value)
         self.position = list(self.declare_parameter(
             'initial_positions', [0.0] * len(self.joint_names)).value)
-        rate = self.declare_parameter('rate_hz', 100.0).value
+        rate = self.declare_parameter('rate_hz', 50.0).value   # the hardware interface's
         self.alpha = self.declare_parameter('follow_gain', 0.5).value
         hold = self.declare_parameter('position_hold', True).value
         self.log_commands = self.declare_parameter('log_commands', True).value
