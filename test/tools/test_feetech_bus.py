@@ -328,16 +328,22 @@ def test_a_reply_without_its_parameters_is_corrupt_and_retried(emulator):
     assert bus.counters.checksum_errors == 2
 
 
-def test_a_late_reply_is_dropped_not_read_as_the_next_answer(emulator):
-    # Two replies of motor 1 come after their request timed out (12 ms here): the first would
-    # answer the retried read, the second the next read of the same length and id, had the
-    # driver not waited for a quiet line after each timeout. A stale Homing_Offset read as a
-    # position limit once failed a configure with range_min = range_max = 0.
+def bus_with_pan_calibration(emulator):
+    """Connect a bus after giving motor 1 (shoulder_pan) three distinct calibration values."""
     bus = FeetechBus(FeetechBusConfig.so101(emulator.port, latency_timer_ms=5.0))
     bus.connect()
     for register, value in (('Homing_Offset', 11), ('Min_Position_Limit', 100),
                             ('Max_Position_Limit', 4000)):
         emulator.command(f'set 1 {register} {value}')
+    return bus
+
+
+def test_a_late_reply_is_dropped_not_read_as_the_next_answer(emulator):
+    # Two replies of motor 1 come after their request timed out (12 ms here): the first would
+    # answer the retried read, the second the next read of the same length and id, had the
+    # driver not waited for a quiet line after each timeout. A stale Homing_Offset read as a
+    # position limit once failed a configure with range_min = range_max = 0.
+    bus = bus_with_pan_calibration(emulator)
     emulator.inject_fault(1, 'late_reply', count=2)
     assert [bus.read_register('shoulder_pan', register) for register in
             ('Homing_Offset', 'Min_Position_Limit', 'Max_Position_Limit')] == [11, 100, 4000]
@@ -353,11 +359,7 @@ def test_a_held_reply_is_refused_by_its_length_and_cannot_enter_a_calibration(em
     # between two replies). The protocol has no sequence numbers: only the motor id and the
     # length can tell it from the answer. Held twice: the retry reads the first held reply,
     # and the second comes ahead of the next read's answer.
-    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, latency_timer_ms=5.0))
-    bus.connect()
-    for register, value in (('Homing_Offset', 11), ('Min_Position_Limit', 100),
-                            ('Max_Position_Limit', 4000)):
-        emulator.command(f'set 1 {register} {value}')
+    bus = bus_with_pan_calibration(emulator)
     # The 24-byte reply a retry leaves behind is neither a position nor a torque state: the
     # SDK alone would cut it to size and return its first bytes (from Min_Position_Limit).
     for late_reader, expected in ((bus.read_positions, 2048 - 11),   # present = actual - offset
