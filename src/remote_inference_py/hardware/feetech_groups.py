@@ -32,7 +32,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import scservo_sdk as scs
 
-from remote_inference_py.hardware.feetech_link import PORT_EXCEPTIONS, ServoStatusError
+from remote_inference_py.hardware.feetech_link import (
+    PORT_EXCEPTIONS, reply_parameters, ServoStatusError)
 from remote_inference_py.robot.control_table import ControlTable, describe_status_error
 
 _LOGGER = logging.getLogger('remote_inference_py.hardware.feetech')
@@ -61,19 +62,21 @@ class StatusGroupSyncRead(scs.GroupSyncRead):
         self.failed_id = None
         if not self.data_dict:
             return scs.COMM_NOT_AVAILABLE
-        first = scs.PKT_PARAMETER0
         for motor_id in self.data_dict:
             self.data_dict[motor_id] = []
             while True:     # as the SDK's readRx: replies of other ids are skipped
                 reply, result = self.ph.rxPacket(self.port)
                 if result != scs.COMM_SUCCESS or reply[scs.PKT_ID] == motor_id:
                     break
-            if result == scs.COMM_SUCCESS and reply[scs.PKT_LENGTH] != self.data_length + 2:
-                result = scs.COMM_RX_CORRUPT
+            params = None
+            if result == scs.COMM_SUCCESS:
+                params = reply_parameters(reply, self.data_length)
+                if params is None:
+                    result = scs.COMM_RX_CORRUPT
             if result != scs.COMM_SUCCESS:
                 self.failed_id = motor_id
                 return result
-            self.data_dict[motor_id] = list(reply[first:first + self.data_length])
+            self.data_dict[motor_id] = params
             self.errors[motor_id] = reply[scs.PKT_ERROR]
         self.last_result = True
         return scs.COMM_SUCCESS

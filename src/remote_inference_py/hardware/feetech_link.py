@@ -145,6 +145,17 @@ class TorqueDisableError(FeetechError):
         self.motors = tuple(motors)
 
 
+def reply_parameters(reply: Sequence[int], size: int) -> Optional[List[int]]:
+    """Return the ``size`` parameters of a received reply, or None if it carries another count.
+
+    The protocol has no sequence numbers: a reply of another length is not the answer (a late
+    reply to an earlier request), where the SDK would cut it to ``size``.
+    """
+    if reply[scs.PKT_LENGTH] != size + 2:
+        return None
+    return list(reply[scs.PKT_PARAMETER0:scs.PKT_PARAMETER0 + size])
+
+
 # Counters.
 
 @dataclasses.dataclass(frozen=True)
@@ -341,10 +352,10 @@ class BusLink:
         reply, result, _ = self.packet_handler.txRxPacket(self.handler, packet)
         if result != scs.COMM_SUCCESS:
             return result, None, 0
-        if reply[scs.PKT_LENGTH] != reply_size + 2:
+        params = reply_parameters(reply, reply_size)
+        if params is None:
             return scs.COMM_RX_CORRUPT, None, 0
-        first = scs.PKT_PARAMETER0
-        return result, list(reply[first:first + reply_size]), reply[scs.PKT_ERROR]
+        return result, params, reply[scs.PKT_ERROR]
 
     def _ping_once(self, motor_id: int, model_register: Register):
         result, _, error = self._transact(motor_id, scs.INST_PING, (), 0)

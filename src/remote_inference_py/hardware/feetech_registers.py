@@ -49,12 +49,7 @@ class Registers:
 
     def read(self, name: str, register: str) -> int:
         """Read one register of motor ``name`` (decoded, sign-magnitude applied)."""
-        entry = self.table[register]
-        motor_id = self.motor_id(name)
-        data, error = self.link.read(f'read {register}', motor_id, entry.address, entry.size,
-                                     name)
-        self.status.note(motor_id, error)
-        return entry.from_bytes(data)
+        return self.read_block(name, (register,))[register]
 
     def write(self, name: str, register: str, value: int, allow_faulted: bool = False) -> None:
         """Write one register of motor ``name`` and wait for the motor's acknowledgement.
