@@ -318,7 +318,9 @@ def test_a_reply_without_its_parameters_is_corrupt_and_retried(emulator):
     # (a late PING reply read in place of the answer, seen on a loaded machine) raised
     # IndexError out of connect().
     emulator.inject_fault(4, 'short_reply', count=1)
-    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, latency_timer_ms=5.0))
+    # The shipped reply timeout (34 ms): at 12 ms a loaded emulator answers late, and a late
+    # reply is a timeout, not the corrupt reply this test counts.
+    bus = FeetechBus(FeetechBusConfig.so101(emulator.port))
     bus.connect()
     assert bus.motor_ids == IDS
     counters = bus.counters
@@ -412,9 +414,11 @@ def test_persistent_failure_names_the_motor_then_faults(emulator):
 def test_success_resets_the_consecutive_count(emulator):
     # One retry, two bad replies: each faulted read fails once the retry fails too, while a
     # reply the loaded emulator sends late is retried (with no retry, one such reply failed
-    # the torque-off confirmation in disconnect() in a clean-clone run).
+    # the torque-off confirmation in disconnect() in a clean-clone run). The shipped reply
+    # timeout (34 ms): at 12 ms a loaded emulator once answered both attempts late, a timeout
+    # where the test expects the corrupt reply it injected.
     bus = FeetechBus(FeetechBusConfig.so101(emulator.port, retries=1,
-                                            max_consecutive_failures=2, latency_timer_ms=5.0))
+                                            max_consecutive_failures=2))
     bus.connect()
     for _ in range(3):
         emulator.inject_fault(4, 'bad_checksum', count=2)
