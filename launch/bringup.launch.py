@@ -43,7 +43,8 @@ ARGUMENTS = (
     ('backend', 'sim', 'sim (MuJoCo SO-101, no hardware) or feetech (SO-100/SO-101 servos).'),
     ('port', '/dev/ttyACM0', 'Serial port of the Feetech bus (backend:=feetech).'),
     ('checkpoint', '', 'Policy file (.pt2 or TorchScript with its manifest, or a LeRobot '
-                       'checkpoint); empty: the built-in demo policy.'),
+                       'checkpoint folder or Hugging Face Hub id); empty: the built-in demo '
+                       'policy.'),
     ('device', 'cpu', 'Torch device of the policy server: cpu, cuda or mps.'),
     ('deployment', '', 'Deployment name checked at admission; empty: the config file value.'),
     ('config_file', '', 'Parameters YAML; empty: config/so101_<backend>.yaml of this package.'),

@@ -41,8 +41,8 @@ ARGUMENTS = (
     ('max_clients', '0', 'Sessions per server at most; 0: ceil(robots / servers).'),
     ('on_server_loss', 'fault', 'fault (hold, fault, return home) or failover (a new session '
                                 'with another server once the arm holds).'),
-    ('checkpoint', '', 'Policy file or LeRobot checkpoint for every server; empty: the '
-                       'built-in demo policy.'),
+    ('checkpoint', '', 'Policy file or LeRobot checkpoint (folder or Hugging Face Hub id) for '
+                       'every server; empty: the built-in demo policy.'),
     ('device', 'cpu', 'Torch device of the policy servers.'),
     ('config_file', '', 'Parameters YAML; empty: config/so101_fleet.yaml of this package.'),
     ('log_level', 'info', 'Log level of every node.'),

@@ -44,12 +44,16 @@ SO101_JOINTS = list(SO101_JOINT_NAMES)
 
 # ----------------------------------------------------------------------------- executor
 
-def make_executor(measured=(0.0, 0.0), start=True, **changes):
-    """Build an executor core on JOINTS at FPS, admitted as session 's1' and started at 0.0."""
+def make_executor(measured=(0.0, 0.0), start=True, chunk_length=0, **changes):
+    """
+    Build an executor core on JOINTS at FPS, admitted as session 's1' and started at 0.0.
+
+    ``chunk_length`` is the server's chunk length given at admission (0: unknown).
+    """
     changes.setdefault('max_step_rad', math.inf)
     core = ExecutorCore(ExecutorConfig(joint_names=JOINTS, fps=FPS, **changes))
     core.on_measured(np.array(measured))
-    core.admit('s1')
+    core.admit('s1', chunk_length)
     if start:
         core.start(0.0)
     return core

@@ -28,19 +28,33 @@ inference path for one observation (``prepare_observation_for_inference`` -> pre
 ``predict_action_chunk`` -> postprocessor; diffusion's observation queue filled by
 ``select_action``, as in ``lerobot-record``), in the policy's units. Used by the tests and by
 bench/bench_lerobot.py.
+
+The comparison of the tests: :func:`observation` draws an SO-101 sample (a pose in radians and
+one 64x96 frame per camera, the checkpoints' default image size), :func:`served_chunk` feeds
+samples one action period apart to a policy server core serving a runtime and returns its chunk,
+and :func:`lerobot_chunk` returns LeRobot's own chunk for the same samples, both in the
+policy's units.
 """
 
 import os
 import pathlib
 
+from core_fixtures import admission, make_server, serve_one
 import numpy as np
+from robot_fixtures import to_policy
 
+from remote_inference_py.policy_server.core import Request
+from remote_inference_py.policy_server.images import RawImage
 from remote_inference_py.policy_server.lerobot_import import import_lerobot
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 
 STATE = 'observation.state'
 FRONT = 'observation.images.front'
+JOINTS = list(SO101_JOINT_NAMES)
+MS = 1_000_000
+PERIOD_NS = 33_333_333      # one action period at 30 fps
 # SO-101 units: degrees for the arm joints, percent for the gripper (with the default
 # calibration 0-100 % spans the whole servo turn; the gripper's limits are about 47-78 %).
 STATE_MEAN = np.array([0.0, -10.0, 15.0, 20.0, 0.0, 60.0], np.float32)
@@ -296,3 +310,50 @@ class LeRobotReference:
                 torch.manual_seed(seed)
             actions = self.policy.predict_action_chunk(batch)
             return self.post(actions).numpy()[0]
+
+
+# ----------------------------------------------------------------------------- served vs LeRobot
+
+def observation(seed, cameras=(FRONT,), reach=0.6):
+    """
+    Draw a sample ``(pose, {camera key: frame})``: a pose [rad] and one 64x96 frame per camera.
+
+    The arm joints are uniform in +-``reach`` radians (inside the SO-101's range), the gripper
+    in [0, 1]; the frames follow in the order of ``cameras``.
+    """
+    rng = np.random.default_rng(seed)
+    pose = rng.uniform(-reach, reach, 6)
+    pose[5] = rng.uniform(0.0, 1.0)
+    return pose, {key: rng.integers(0, 256, (64, 96, 3), dtype=np.uint8) for key in cameras}
+
+
+def served_chunk(runtime, observations, task='', merge_mode='aligned', timeout=1.0):
+    """
+    Serve ``runtime`` in a policy server core; return its chunk for ``observations`` [policy].
+
+    The core admits one client with ``merge_mode`` and takes the samples (as
+    :func:`observation` draws them, in SI units) one action period apart; one request with
+    ``task`` captures the last, and is served within ``timeout`` seconds without an error.
+    """
+    core = make_server(runtime)
+    result = admission(core, merge_mode=merge_mode)
+    assert result.success, result.message
+    stamp = 1000 * MS
+    for pose, frames in observations:
+        core.on_joint_states('', stamp, JOINTS, list(pose))
+        for key, frame in frames.items():
+            height, width = frame.shape[:2]
+            core.on_image('', key, stamp, RawImage('rgb8', height, width, width * 3,
+                                                   frame.tobytes()))
+        stamp += PERIOD_NS
+    core.on_request(Request('', result.session_id, 1, stamp - PERIOD_NS, task=task))
+    [answer] = serve_one(core, timeout)
+    assert answer.error == '', answer.error
+    return to_policy(answer.positions)
+
+
+def lerobot_chunk(folder, observations, seed=None, task='pick'):
+    """Return LeRobot's own chunk (:class:`LeRobotReference`) for ``observations`` [policy]."""
+    return LeRobotReference(folder).chunk(
+        [(to_policy(pose).astype(np.float32), frames) for pose, frames in observations],
+        seed=seed, task=task)

@@ -34,10 +34,12 @@ Shared rooms the node rooms stand on:
 - :mod:`.transport`: how messages travel: the seam nodes publish and subscribe through (plain
   values on either transport), QoS by role, serialized-message encoders and decoders, the
   shared-memory frame ring (imports ROS).
-- :mod:`.common`: the node runtime: ``main()``, signals, parameter specs, the control-tick
-  thread, allocator settings (imports ROS).
+- :mod:`.common`: what every node shares: ``main()`` and signals, the one declaration per
+  setting and its ROS parameters, the control-tick thread, allocator settings, the Fast DDS
+  discovery server (ROS only in ``main()`` and the parameters).
 
 Tools above them: :mod:`.analysis` (record and analyse runs), :mod:`.evaluation` (the
-pick-the-cube task and its statistics), :mod:`.testing` (the servo bus emulator), ``bringup``
-(what starts where), ``demo`` and ``smoke``.
+pick-the-cube task and its statistics), :mod:`.testing` (the servo bus emulator, network
+namespaces as hosts), ``bringup`` (what starts where), ``launching`` (the launch files' shared
+actions), ``demo`` and ``smoke``.
 """

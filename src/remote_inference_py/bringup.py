@@ -124,6 +124,26 @@ class NodeLaunch:
     overrides: dict
 
 
+def check_checkpoint(checkpoint):
+    """
+    Raise ValueError when ``checkpoint`` is a local path that does not exist.
+
+    What the policy server takes is let through: '' (the demo policy), an existing file or
+    folder, ``package.module:factory`` (a python policy) and a Hugging Face Hub repo id
+    ``owner/name``, which the server reads from the cache or downloads when it loads the
+    policy, told from a relative path as the server tells it
+    (:func:`~remote_inference_py.contract.checkpoint.is_hub_id`).
+    """
+    import os
+    from remote_inference_py.contract.checkpoint import is_hub_id
+    if not checkpoint or os.path.exists(checkpoint) or is_hub_id(checkpoint):
+        return
+    if ':' in checkpoint and os.path.sep not in checkpoint.split(':')[0]:
+        return   # package.module:factory
+    raise ValueError(f'checkpoint {checkpoint!r} does not exist (nor is it a Hugging Face Hub '
+                     "id 'owner/name' or a python policy 'package.module:factory')")
+
+
 def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', device='cpu',
          deployment='', config_file='', namespace='', task='', share_dir='', record=False,
          bag_dir='', cameras='', image_transport='', record_images=False):
@@ -132,8 +152,9 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
 
     ``config_file`` defaults to ``<share_dir>/config/so101_<backend>.yaml``. Empty strings
     leave the value of the config file in force. Everything is checked before any node
-    starts: a wrong backend, side, missing config file, checkpoint or serial port, or a bag
-    folder that exists already stops the launch with a message naming it, so nothing moves.
+    starts: a wrong backend, side, missing config file, local checkpoint
+    (:func:`check_checkpoint`) or serial port, or a bag folder that exists already stops the
+    launch with a message naming it, so nothing moves.
     ``record`` adds the recorder (``record`` console script) writing to ``bag_dir``, with
     ``record_images`` also every camera's JPEG frames. ``cameras`` (LeRobot's camera
     dictionary) replaces the config file's cameras of the real arm. ``image_transport`` is how
@@ -148,10 +169,8 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
         config_file = os.path.join(share_dir, 'config', f'so101_{backend}.yaml')
     if not os.path.isfile(config_file):
         raise ValueError(f'config file {config_file!r} does not exist')
-    python_factory = ':' in checkpoint and os.path.sep not in checkpoint.split(':')[0]
-    if checkpoint and not python_factory and any(s.name == 'policy_server' for s in specs) \
-            and not os.path.exists(checkpoint):
-        raise ValueError(f'checkpoint {checkpoint!r} does not exist')
+    if any(s.name == 'policy_server' for s in specs):
+        check_checkpoint(checkpoint)
     if backend == 'feetech' and any(s.name == 'hardware_interface' for s in specs) \
             and not os.path.exists(port):
         raise ValueError(f'serial port {port!r} does not exist (is the arm plugged in?)')
@@ -233,9 +252,7 @@ def fleet_plan(*, robots=2, servers=1, max_clients=0, on_server_loss='fault', ch
         config_file = os.path.join(share_dir, 'config', 'so101_fleet.yaml')
     if not os.path.isfile(config_file):
         raise ValueError(f'config file {config_file!r} does not exist')
-    python_factory = ':' in checkpoint and os.path.sep not in checkpoint.split(':')[0]
-    if checkpoint and not python_factory and not os.path.exists(checkpoint):
-        raise ValueError(f'checkpoint {checkpoint!r} does not exist')
+    check_checkpoint(checkpoint)
     robot_namespaces = [f'/{robot_prefix}{i}' for i in range(robots)]
     server_names = [f'{server_prefix}{j}' for j in range(servers)]
     slots = max_clients or -(-robots // servers)

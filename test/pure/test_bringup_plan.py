@@ -14,9 +14,13 @@
 
 """The bringup table and the launch plan built from launch arguments (no ROS needed)."""
 
+import re
+
 import pytest
 
 from remote_inference_py import bringup
+from remote_inference_py.policy_server.loading import infer_policy_type
+from remote_inference_py.policy_server.runtimes import RuntimeLoadError
 
 
 @pytest.fixture
@@ -88,6 +92,49 @@ def test_a_python_factory_checkpoint_is_not_a_path(share):
     nodes = {n.name: n for n in bringup.plan(
         checkpoint='remote_inference_py.evaluation.expert:expert_runtime', share_dir=share)}
     assert nodes['policy_server'].overrides['checkpoint'].endswith(':expert_runtime')
+
+
+def server_reads(checkpoint):
+    """What the policy server's policy_type auto makes of a checkpoint ('' if it refuses it)."""
+    try:
+        return infer_policy_type(checkpoint)
+    except RuntimeLoadError:
+        return ''
+
+
+@pytest.mark.parametrize('checkpoint', ['lerobot/act_so101', 'user/model.v2',
+                                        'HuggingFaceTB/SmolVLM2-500M-Video-Instruct'])
+def test_a_hub_id_the_server_takes_is_not_refused(checkpoint, share, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)                     # no such relative folder here
+    assert server_reads(checkpoint) == 'lerobot'    # the server loads it as a Hub id
+    nodes = {n.name: n for n in bringup.plan(checkpoint=checkpoint, share_dir=share)}
+    assert nodes['policy_server'].overrides['checkpoint'] == checkpoint
+    fleet = bringup.fleet_plan(checkpoint=checkpoint,
+                               config_file=f'{share}/config/so101_sim.yaml')
+    assert fleet[0].overrides['checkpoint'] == checkpoint
+
+
+@pytest.mark.parametrize('checkpoint', ['/nonexistent/act', './act_so101', '../models/act',
+                                        'outputs/train/act', 'user/model.pt2', 'policy.ts',
+                                        'act_so101', '~/models/act', '.cache/act'])
+def test_a_missing_local_checkpoint_is_named(checkpoint, share, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert server_reads(checkpoint) != 'lerobot'    # a path to the server too
+    named = re.escape(f'checkpoint {checkpoint!r} does not exist')
+    with pytest.raises(ValueError, match=named):
+        bringup.plan(checkpoint=checkpoint, share_dir=share)
+    with pytest.raises(ValueError, match=named):
+        bringup.fleet_plan(checkpoint=checkpoint, config_file=f'{share}/config/so101_sim.yaml')
+    # Only the policy server reads it: the robot side's plan does not check it.
+    assert [n.name for n in bringup.plan(side='robot', checkpoint=checkpoint,
+                                         share_dir=share)] == ['hardware_interface', 'executor']
+
+
+def test_an_existing_relative_folder_is_a_checkpoint(share, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'outputs' / 'train' / 'act').mkdir(parents=True)
+    nodes = {n.name: n for n in bringup.plan(checkpoint='outputs/train/act', share_dir=share)}
+    assert nodes['policy_server'].overrides['checkpoint'] == 'outputs/train/act'
 
 
 def test_param_args_format_values_as_the_ros_cli_parses_them():

@@ -21,7 +21,7 @@ the executor keeps the frozen rows when the chunk lands early.
 
 import math
 
-from core_fixtures import admission, FPS, make_chunk, make_executor
+from core_fixtures import admission, FPS, make_chunk, make_executor, make_server
 import numpy as np
 from plan_echo_policy import PlanEchoRuntime
 import pytest
@@ -30,8 +30,7 @@ from remote_inference_py.contract.admission import (
     AdmitRequest, check_admission, PLAIN_MERGE_MODES, ServerContract)
 from remote_inference_py.contract.plan import CommittedPlan, plan_from_fields
 from remote_inference_py.executor.merge import Plan, rtc_chunk
-from remote_inference_py.policy_server.config import ServerConfig
-from remote_inference_py.policy_server.core import PolicyServerCore, Request
+from remote_inference_py.policy_server.core import Request
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
 
 
@@ -125,13 +124,13 @@ def test_other_merges_and_waits_send_no_plan():
 # ----------------------------------------------------------------------------- the server
 
 def test_only_a_policy_that_conditions_on_the_plan_offers_rtc():
-    plain = PolicyServerCore(ServerConfig(deployment='so101'), DemoRuntime())
+    plain = make_server()   # the demo policy
     assert 'rtc' not in plain.contract.merge_modes
     refused = admission(plain, merge_mode='rtc')
     assert not refused.success
     assert "merge mode 'rtc' is not supported (rtc needs a policy that generates chunks " \
            'conditioned on the committed plan' in refused.message
-    echo = PolicyServerCore(ServerConfig(deployment='so101'), PlanEchoRuntime())
+    echo = make_server(PlanEchoRuntime())
     assert 'rtc' in echo.contract.merge_modes and admission(echo, merge_mode='rtc').success
     contract = ServerContract('d', 's', ('a',), 30.0, 50, (), PLAIN_MERGE_MODES)
     request = AdmitRequest(contract.protocol_version, 'c', 'd', 's', ('a',), 30.0, (), 'aligned',
@@ -142,7 +141,7 @@ def test_only_a_policy_that_conditions_on_the_plan_offers_rtc():
 
 def test_the_server_shifts_the_plan_to_its_capture_and_hands_it_over_in_policy_units():
     runtime = PlanEchoRuntime()   # degrees, gripper percent
-    core = PolicyServerCore(ServerConfig(deployment='so101'), runtime)
+    core = make_server(runtime)
     session = admission(core, merge_mode='rtc').session_id
     joints = core.spec.action_joints
     step_ns = int(1e9 / 30)
@@ -169,7 +168,7 @@ def test_a_plan_is_only_handed_to_runtimes_that_ask_for_it():
         def infer(self, inputs, tasks):   # no prefixes argument: must never get one
             return super().infer(inputs, tasks)
 
-    core = PolicyServerCore(ServerConfig(deployment='so101'), Plain())
+    core = make_server(Plain())
     session = admission(core, merge_mode='aligned').session_id
     core.on_joint_states('', 2_000_000_000, core.spec.action_joints, np.zeros(6))
     core.on_request(Request('', session, 1, 1_000_000_000, plan=CommittedPlan(

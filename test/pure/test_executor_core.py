@@ -666,10 +666,22 @@ def test_actuation_failure_suppresses_all_motion(when):
     if when == 'stopping':
         core.stop(0.25)
         loop.tick()
-    core.on_actuation_failed('hold write failed: servo 3 timeout')
+    core.on_actuation_failed('hold write failed: servo 3 timeout', loop.index * loop.period)
     assert core.state == State.FAULT and core.is_terminal
     assert loop.tick().command is None
     assert core.stats().message == 'actuation failed: hold write failed: servo 3 timeout'
+
+
+def test_an_actuation_failure_closes_the_request_in_flight_at_its_time():
+    core = make_executor()
+    loop = Loop(core)
+    assert loop.tick().request.request_id == 1      # the startup request, in flight
+    core.on_actuation_failed('goal write failed', 0.05)
+    out = loop.tick()
+    assert (out.state, out.command, out.request) == (State.FAULT, None, None)
+    assert 'request 1 abandoned at shutdown at t=0.050' in out.events
+    verdict = core.on_chunk(make_chunk(1, 0.01, [1]), 0.06)
+    assert not verdict.accepted and 'FAULT' in verdict.reason
 
 
 def test_stats_report_the_status_fields():

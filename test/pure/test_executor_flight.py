@@ -20,22 +20,17 @@ chunk length is 10 steps, so a request in flight is expected to cover 1.0 s from
 
 import math
 
-from core_fixtures import j1, JOINTS, Loop, make_chunk
-import numpy as np
+from core_fixtures import j1, JOINTS, Loop, make_chunk, make_executor
 import pytest
 
 from remote_inference_py.executor.config import ExecutorConfig
-from remote_inference_py.executor.core import ExecutorCore, State
+from remote_inference_py.executor.core import State
 
 
 def flight_core(max_in_flight=2, chunk_length=10, **changes):
     """Start a core that keeps up to `max_in_flight` requests; tick 0 sends request 1."""
-    changes.setdefault('max_step_rad', math.inf)
-    core = ExecutorCore(ExecutorConfig(joint_names=JOINTS, fps=10.0,
-                                       max_requests_in_flight=max_in_flight, **changes))
-    core.on_measured(np.array([0.0, 0.0]))
-    core.admit('s1', chunk_length)
-    core.start(0.0)
+    core = make_executor(chunk_length=chunk_length, max_requests_in_flight=max_in_flight,
+                         **changes)
     loop = Loop(core)
     assert loop.tick().request.request_id == 1
     return core, loop

@@ -132,6 +132,20 @@ SETTINGS = QuerySettings(max_text_chars=20, answer_timeout_s=2.0, steering_perio
 ALL = ('question', 'subtask', 'steering')
 
 
+def test_query_settings_are_the_executor_parameters_and_checked_as_they_are():
+    assert QuerySettings() == QuerySettings(1000, 30.0, 5.0)   # the declared defaults
+    for field, parameter, inside, outside in (
+            ('max_text_chars', 'query_max_text_chars', (1, 100000), (0, 100001)),
+            ('answer_timeout_s', 'query_answer_timeout_s', (0.1, 3600.0), (0.099, 3600.5)),
+            ('steering_period_s', 'steering_period_s', (0.1, 3600.0), (0.099, 3600.5))):
+        for value in inside:
+            assert getattr(QuerySettings(**{field: value}), field) == value
+        for value in outside:
+            with pytest.raises(ValueError, match=rf'^QuerySettings\.{field}: parameter '
+                                                 rf"'{parameter}' is {value!r}; expected "):
+                QuerySettings(**{field: value})
+
+
 def refuse(kind='question', text='where?', offered=ALL, admitted=True, state='RUNNING',
            server_lost=False, busy=False):
     return refusal(kind, text, offered=offered, admitted=admitted, state=state,

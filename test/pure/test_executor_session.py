@@ -175,7 +175,7 @@ def test_server_loss_while_paused_faults_and_returns_home():
     parts.session.lose(0.3, 'lease expired')
     assert not parts.session.paused and parts.status.state == State.STOPPING
     assert parts.status.message.startswith('fault: server lost during a query (lease expired)')
-    path = [parts.session.return_command()[0] for _ in range(5)]   # 0.01 rad per 0.1 s tick
+    path = [parts.session.return_command(0.3 + 0.1 * i)[0] for i in range(5)]   # 0.01 rad/tick
     assert path == pytest.approx([0.44, 0.43, 0.42, 0.41, 0.4]) and path[-1] == 0.4
     assert parts.status.state == State.FAULT and parts.status.message.endswith(
         'returned to the initial position')
@@ -215,6 +215,26 @@ def test_the_end_before_motion_at_once_and_while_moving_home_unless_unhealthy():
     assert moving.status.state == State.STOPPING
     moving.session.fault('collision', 0.8)   # on the way home: still home, but in FAULT
     while moving.status.state == State.STOPPING:
-        last = moving.session.return_command()
+        last = moving.session.return_command(0.9)
     assert last.tolist() == [0.4, 0.0] and moving.status.state == State.FAULT
     assert moving.counters.counts['return_ticks'] >= 1
+
+
+def test_every_end_closes_the_requests_in_flight_as_abandoned_at_its_time():
+    ready = Parts()
+    ready.session.admit('s1', 0)
+    early = ready.send(1, now=0.1)
+    ready.session.fault('camera lost', 0.2)   # before motion: ends at once
+    assert ready.closures(early) == [(Closed.SHUTDOWN, 0.2)]
+    assert 'request 1 abandoned at shutdown at t=0.200' in ready.status.take_events()
+    moving = Parts().running()
+    ids = moving.send(2, now=0.1)
+    moving.session.end(State.FAULT, 'actuation failed: servo 3', 0.35)
+    assert moving.closures(ids) == [(Closed.SHUTDOWN, 0.35), (Closed.SHUTDOWN, 0.35)]
+    assert len(moving.requests) == 0 and len(moving.timeline.plan) == 0
+    assert moving.status.take_events() == ['requests 1, 2 abandoned at shutdown at t=0.350',
+                                           'FAULT: actuation failed: servo 3']
+    assert (moving.status.state, moving.status.message) == (
+        State.FAULT, 'actuation failed: servo 3')
+    assert moving.requests.answer(ids[0], 0.4)[2] == (
+        'stale: answers request 1, which was abandoned at shutdown at t=0.350')

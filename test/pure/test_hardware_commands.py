@@ -130,4 +130,4 @@ def test_shutdown_timer_waits_for_quiet_or_the_grace():
     assert not timer.done(11.0, last_command=10.8)  # commands still arriving
     assert timer.done(11.3, last_command=10.8)
     assert timer.done(13.0, last_command=12.99)     # the grace ends it regardless
-    assert ShutdownTimer(0.0, grace_s=0.0).done(0.0, None)
+    assert ShutdownTimer(0.0, grace_s=0.0, quiet_s=0.5).done(0.0, None)

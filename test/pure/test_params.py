@@ -31,10 +31,13 @@ from remote_inference_py.common.node_main import ConfigError
 from remote_inference_py.common.params import (
     build_config, build_configs, coerce, declare_parameters, descriptor, LiveSettings,
     markdown_table, ParamSpec, setting)
-from remote_inference_py.common.settings import check_settings, declared
+from remote_inference_py.common.settings import (
+    built_from, check_settings, declared, derived, setting_of)
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings, STRUCTURAL_FIELDS
 from remote_inference_py.executor.node import PARAMETERS as EXECUTOR
-from remote_inference_py.hardware.config import HardwareConfig
+from remote_inference_py.executor.query import QuerySettings
+from remote_inference_py.hardware.config import (
+    FeetechBusConfig, HardwareConfig, RunnerSettings, SimConfig)
 from remote_inference_py.hardware.config import LIVE_FIELDS as HARDWARE_LIVE
 from remote_inference_py.hardware.node import PARAMETERS as HARDWARE
 from remote_inference_py.policy_server.config import LIVE_FIELDS as SERVER_LIVE
@@ -222,6 +225,36 @@ def test_a_config_field_is_the_declaration():
         Example(size=True)
 
 
+@dataclasses.dataclass(frozen=True)
+class ExamplePart:
+    """A part built from Example that also stands alone, the way the nodes' parts are."""
+
+    entries: int = setting_of(Example, 'size')
+    names: Tuple[str, ...] = setting_of(Example, 'names')
+    own: float = 0.5
+
+    def __post_init__(self):
+        check_settings(self)
+
+
+def test_a_setting_of_field_is_the_declaration_under_another_name_and_no_parameter():
+    assert declared(ExamplePart) == {}
+    assert derived(ExamplePart) == {'entries': declared(Example)['size'],
+                                    'names': declared(Example)['names']}
+    assert ExamplePart() == ExamplePart(entries=2, names=('a',), own=0.5)
+    assert ExamplePart(names=['x']).names == ('x',)
+    with pytest.raises(ValueError, match=r"^ExamplePart.entries: parameter 'size' is 11; "
+                                         r'expected 1 to 10$'):
+        ExamplePart(entries=11)
+    with pytest.raises(ValueError, match="ExamplePart.names: parameter 'names' must be a list"):
+        ExamplePart(names='x')
+    with pytest.raises(KeyError, match="Example declares no setting 'length'"):
+        setting_of(Example, 'length')
+    config = Example(size=4, names=['b', 'c'])
+    assert built_from(config, ExamplePart) == ExamplePart(entries=4, names=('b', 'c'))
+    assert built_from(config, ExamplePart, own=0.1, entries=5) == ExamplePart(5, ('b', 'c'), 0.1)
+
+
 def test_live_settings_validate_on_set_and_apply_once(ros_context):
     node = Node('live_settings_test', context=ros_context)
     applied = []
@@ -392,12 +425,78 @@ def test_every_choice_is_the_same_in_config_startup_and_readme(node):
     specs = [spec for spec in SPECS[node].values() if spec.choices]
     for spec in specs:
         assert rows[spec.name][3] == spec.range_text()
+        as_value = (lambda item: [item]) if spec.is_array else (lambda item: item)
         for choice in spec.choices:
-            assert startup_verdict(spec, choice) is None
-            refusal = config_verdict(node, spec.name, choice)
+            assert startup_verdict(spec, as_value(choice)) is None
+            refusal = config_verdict(node, spec.name, as_value(choice))
             assert refusal is None or spec.name not in refusal.split(';')[0], (spec.name, choice)
-        wrong = 'no-such-choice' if spec.type == 'string' else max(spec.choices) + 1
-        by_config = config_verdict(node, spec.name, wrong)
-        assert by_config == startup_verdict(spec, wrong) == (
+        wrong = 'no-such-choice' if spec.type.startswith('string') else max(spec.choices) + 1
+        by_config = config_verdict(node, spec.name, as_value(wrong))
+        assert by_config == startup_verdict(spec, as_value(wrong)) == (
+            f'parameter {spec.name!r} contains {wrong!r}; expected any of {spec.range_text()}'
+            if spec.is_array else
             f'parameter {spec.name!r} is {wrong!r}; expected one of {spec.range_text()}')
     assert specs or node == 'policy_server'
+
+
+# ---- the parts built from a node's config take its parameters, never declare them again ----
+
+PARTS = {
+    RunnerSettings: (HardwareConfig, {}, {
+        'publish_rate_hz': 'publish_rate_hz', 'command_timeout_s': 'command_timeout_s',
+        'shutdown_grace_s': 'shutdown_grace_s',
+        'disable_torque_on_shutdown': 'disable_torque_on_shutdown',
+        'disable_torque_on_fault': 'disable_torque_on_fault'}, {'shutdown_quiet_s'}),
+    FeetechBusConfig: (HardwareConfig, {'port': '/dev/ttyACM0', 'motors': {'pan': 1}}, {
+        'baudrate': 'baudrate', 'retries': 'bus_retries',
+        'max_consecutive_failures': 'max_consecutive_failures',
+        'latency_timer_ms': 'latency_timer_ms'},
+        {'port', 'motors', 'model', 'bounded_wait', 'raise_on_status_error'}),
+    SimConfig: (HardwareConfig, {'joint_names': ('shoulder_pan',)}, {
+        'initial_positions': 'sim_initial_positions', 'render': 'sim_render',
+        'cameras': 'sim_cameras', 'width': 'sim_image_width', 'height': 'sim_image_height',
+        'camera_rate_hz': 'sim_camera_rate_hz', 'cube_seed': 'sim_cube_seed',
+        'real_time_factor': 'sim_real_time_factor', 'simplify_meshes': 'sim_simplify_meshes'},
+        {'joint_names', 'mesh_cell_m', 'max_catch_up_s'}),
+    QuerySettings: (NodeSettings, {}, {
+        'max_text_chars': 'query_max_text_chars', 'answer_timeout_s': 'query_answer_timeout_s',
+        'steering_period_s': 'steering_period_s'}, set()),
+}
+"""Part -> (the node config it is built from, what it needs besides its defaults, its fields
+that are parameters -> the parameter, its own fields)."""
+
+
+@pytest.mark.parametrize('part', PARTS, ids=lambda part: part.__name__)
+def test_a_part_takes_default_type_range_and_choices_from_the_parameter_declaration(part):
+    source, required, parameters, own = PARTS[part]
+    specs = declared(source)
+    fields = {f.name: f for f in dataclasses.fields(part)}
+    assert declared(part) == {}   # no parameter of its own
+    assert {name: spec.name for name, spec in derived(part).items()} == parameters
+    assert set(fields) == set(parameters) | own
+    for name, parameter in parameters.items():
+        assert derived(part)[name] == specs[parameter], name
+        assert fields[name].default == spec_default(specs[parameter]), name
+    # An own field named like a parameter has no default to drift: the builder gives it.
+    for name in own & set(specs):
+        assert fields[name].default is dataclasses.MISSING, name
+    # Just inside and just outside each bound, and a wrong choice: the parameter's verdict.
+    checked = 0
+    for name, parameter in parameters.items():
+        spec = specs[parameter]
+        cases = edge_values(spec) if spec.low is not None else []
+        cases += [(choice, True) for choice in spec.choices]
+        if spec.choices:
+            cases.append((max(spec.choices) + 1, False))
+        for value, inside in cases:
+            value = as_parameter_value(spec, value)
+            expected = startup_verdict(spec, value)
+            assert (expected is None) == inside, (parameter, value)
+            try:
+                part(**required, **{name: value})
+            except ValueError as error:
+                assert str(error) == f'{part.__name__}.{name}: {expected}'
+            else:
+                assert expected is None, (name, value)
+            checked += 1
+    assert checked >= 4 * sum(specs[p].low is not None for p in parameters.values())

@@ -22,9 +22,10 @@ import pytest
 
 from remote_inference_py.contract.admission import FeatureDeclaration
 from remote_inference_py.policy_server.config import ServerConfig
-from remote_inference_py.policy_server.core import PolicyServerCore, Request
+from remote_inference_py.policy_server.core import (
+    INFERENCE, OUTPUT, PolicyServerCore, REFUSED, Request, SUPERSEDED)
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
-from remote_inference_py.policy_server.images import CompressedImage
+from remote_inference_py.policy_server.images import CompressedImage, RawImage
 from remote_inference_py.policy_server.manifest import spec_from_dict
 from remote_inference_py.policy_server.runtimes import PolicyRuntime
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
@@ -38,7 +39,7 @@ def test_a_request_is_answered_with_an_si_chunk_stamped_with_its_capture():
     core = make_server(chunk_length=30)
     session = admit(core)
     core.on_joint_states('', 1000 * MS, JOINTS, [0.1] * 6)
-    assert core.on_request(Request('', session, 7, 900 * MS)) is None
+    assert core.on_request(Request('', session, 7, 900 * MS)) == []     # queued
     [answer] = serve_one(core)
     assert answer.error == '' and answer.request_id == 7 and answer.session_id == session
     assert answer.capture_stamp_ns == 1000 * MS
@@ -106,19 +107,21 @@ def test_a_newer_request_of_the_same_session_wins():
     session = admit(core)
     core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
     core.on_request(Request('', session, 1, 0))
-    pushed_out = core.on_request(Request('', session, 2, 0))
+    [pushed_out] = core.on_request(Request('', session, 2, 0))
     [answer] = serve_one(core)
     assert answer.request_id == 2
     assert core.stats.totals['superseded'] == 1
     assert pushed_out.request_id == 1 and not pushed_out.session_refused   # worth a retry
+    assert pushed_out.kind == SUPERSEDED
 
 
 def test_unknown_sessions_are_refused_with_an_error_answer():
     core = make_server()
-    refusal = core.on_request(Request('', 'someone-else', 3, 0))
+    [refusal] = core.on_request(Request('', 'someone-else', 3, 0))
     assert refusal.error.startswith("session 'someone-else' is not admitted")
     assert refusal.session_id == 'someone-else' and refusal.positions is None
     assert refusal.session_refused   # retrying cannot change it: the executor never does
+    assert refusal.kind == REFUSED
     assert core.stats.totals['refused'] == 1 and core.pending_count() == 0
 
 
@@ -201,11 +204,13 @@ def test_a_failing_model_answers_with_errors_and_keeps_serving():
     for request_id in (1, 2, 3):
         core.on_request(Request('', session, request_id, 0))
         answers += serve_one(core)
-    assert answers[0].error == 'policy forward pass failed: CUDA out of memory'
-    assert "policy output: joint 'shoulder_pan' has a non-finite" in answers[1].error
+    assert answers[0].error == 'policy forward pass failed: RuntimeError: CUDA out of memory'
+    assert "policy output: ValueError: joint 'shoulder_pan' has a non-finite" in \
+        answers[1].error
     assert answers[1].positions is None
     assert answers[2].error == '' and answers[2].positions.shape == (2, 6)
     assert core.stats.failures == {'inference': 1, 'output': 1}
+    assert [a.kind for a in answers] == [INFERENCE, OUTPUT, '']
 
 
 def test_extra_compute_is_part_of_the_inference_time_and_latency_is_not_the_cores():
@@ -247,9 +252,59 @@ def test_a_corrupt_frame_falls_back_to_an_older_usable_one_or_errors():
     assert len(answers) == 1 and 'corrupt JPEG' in answers[0].error
 
 
+def test_another_encoding_is_refused_by_name_unless_the_parameter_allows_it_then_said_once():
+    feature = 'observation.images.front'
+    frame = np.random.default_rng(1).integers(0, 255, (16, 16, 3), dtype=np.uint8)
+    bgr = RawImage('bgr8', 16, 16, 48, frame[:, :, ::-1].tobytes())
+    rgb = RawImage('rgb8', 16, 16, 48, frame.tobytes())
+    chunks = []
+    for allowed in ((), ('bgr8',)):
+        core = make_server(DemoRuntime(cameras=['front'], image_size=(16, 16)),
+                           convert_encodings=allowed, observation_wait_s=0.0)
+        session = admit(core)
+        core.on_joint_states('', 110 * MS, JOINTS, [0.0] * 6)
+        errors = [core.on_image('', feature, stamp * MS, image)
+                  for stamp, image in ((100, bgr), (101, bgr), (102, rgb), (103, bgr))]
+        core.on_request(Request('', session, 1, 103 * MS))
+        [answer] = serve_one(core)
+        if not allowed:
+            assert [e and e.code for e in errors] == ['encoding', 'encoding', None, 'encoding']
+            assert str(errors[0]).startswith(f"camera '{feature}' sent 'bgr8' frames, but the "
+                                             'feature declares rgb, 3 channels (expected rgb8; ')
+            assert not [n for n in core.assembler.take_notes() if 'bgr8' in n]
+            assert 'stale observation' in answer.error and "sent 'bgr8' frames" in answer.error
+        else:
+            assert errors == [None] * 4 and answer.error == ''
+            [note] = [n for n in core.assembler.take_notes() if 'bgr8' in n]   # once
+            assert note.startswith(f'{feature}: 16x16 frames resized') and note.endswith(
+                '; bgr8 frames converted to rgb8 (channels reordered; allowed by '
+                'convert_encodings)')
+            core.on_image('', feature, 104 * MS, bgr)
+            assert core.assembler.take_notes() == []
+            chunks.append(answer.positions)
+    core = make_server(DemoRuntime(cameras=['front'], image_size=(16, 16)))
+    session = admit(core)
+    core.on_joint_states('', 110 * MS, JOINTS, [0.0] * 6)
+    core.on_image('', feature, 103 * MS, rgb)
+    core.on_request(Request('', session, 1, 103 * MS))
+    [answer] = serve_one(core)
+    assert np.array_equal(answer.positions, chunks[0])   # the same pixels, reordered
+
+
 def test_settings_are_validated():
     with pytest.raises(ValueError, match="'max_clients' is 0; expected 1 to 1000"):
         ServerConfig('so101', max_clients=0)
+    with pytest.raises(ValueError, match="'policy_type' is 'onnx'; expected one of auto, demo, "
+                       'torchscript, torch_export, flow_matching, lerobot, python$'):
+        ServerConfig('so101', policy_type='onnx')
+    with pytest.raises(ValueError, match="'convert_encodings' contains 'yuv422'; expected any "
+                       'of bgr8, rgba8, bgra8, mono8'):
+        ServerConfig('so101', convert_encodings=('bgr8', 'yuv422'))
+    # The parameter of earlier releases still works: convert_mono_to_rgb true adds mono8.
+    assert ServerConfig('so101', convert_mono_to_rgb=True).convert_encodings == ('mono8',)
+    assert ServerConfig('so101', convert_encodings=('bgr8',),
+                        convert_mono_to_rgb=True).convert_encodings == ('bgr8', 'mono8')
+    assert ServerConfig('so101').convert_encodings == ()
     with pytest.raises(ValueError, match="'robot_namespaces' must be non-empty and unique"):
         ServerConfig('so101', robot_namespaces=('a', 'a'))
     with pytest.raises(ValueError, match="'extra_latency_s' is -1.0; expected 0.0 to 60.0"):

@@ -53,7 +53,7 @@ def test_one_session_is_served_in_request_order_one_at_a_time():
     session = admission(core, in_flight=3).session_id
     core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
     for request_id in (1, 2, 3):
-        assert core.on_request(Request('', session, request_id, 0)) is None
+        assert core.on_request(Request('', session, request_id, 0)) == []
     assert core.pending_count() == 3
     assert served(core) == [('', 1, 100)], 'the second waits until the first is served'
     assert served(core) == [('', 2, 100)]

@@ -55,7 +55,8 @@ def test_uint8_model_input_is_laid_out_and_resized_but_not_scaled():
     assert out.dtype == np.uint8 and out.flags.c_contiguous
     assert np.array_equal(out, RGB.transpose(2, 0, 1))
     hwc = to_model_input(raw(RGB[:, :, ::-1].copy(), 'bgr8'),
-                         feature(model_dtype='uint8', layout='hwc'), rotate_180=True)
+                         feature(model_dtype='uint8', layout='hwc', convert_encodings=['bgr8']),
+                         rotate_180=True)
     assert np.array_equal(hwc, RGB[::-1, ::-1])
     small = to_model_input(raw(RGB, 'rgb8'), feature(model_dtype='uint8', model_shape=[3, 1, 1]))
     assert small.dtype == np.uint8 and small.shape == (3, 1, 1)
@@ -71,12 +72,32 @@ def test_rgb8_becomes_chw_float_in_unit_range():
     assert out[2, 1, 0] == pytest.approx(199 / 255)
 
 
-def test_bgr8_and_rgba8_arrive_in_rgb_order():
-    expected = to_model_input(raw(RGB, 'rgb8'), feature())
-    assert np.array_equal(to_model_input(raw(RGB[:, :, ::-1].copy(), 'bgr8'), feature()),
-                          expected)
-    rgba = np.concatenate([RGB, np.full((2, 3, 1), 77, np.uint8)], axis=2)
-    assert np.array_equal(to_model_input(raw(rgba, 'rgba8'), feature()), expected)
+ALPHA = np.full((2, 3, 1), 77, np.uint8)
+OTHER_ENCODINGS = {'bgr8': (RGB[:, :, ::-1], 'channels reordered'),
+                   'rgba8': (np.concatenate([RGB, ALPHA], axis=2), 'alpha dropped'),
+                   'bgra8': (np.concatenate([RGB[:, :, ::-1], ALPHA], axis=2),
+                             'channels reordered, alpha dropped')}
+
+
+@pytest.mark.parametrize('encoding', sorted(OTHER_ENCODINGS))
+def test_other_colour_encodings_are_refused_by_name_unless_allowed_then_in_rgb_order(encoding):
+    array, how = OTHER_ENCODINGS[encoding]
+    frame = raw(np.ascontiguousarray(array), encoding)
+    for call in (check_raw, to_model_input):
+        with pytest.raises(InputError, match=(
+                rf"camera 'observation.images.front' sent '{encoding}' frames, but the feature "
+                rf'declares rgb, 3 channels \(expected rgb8; to convert them \({how}\), list '
+                rf"{encoding} in the server's convert_encodings parameter")) as error:
+            call(frame, feature())
+        assert error.value.code == 'encoding'
+    allowed = feature(convert_encodings=[encoding])
+    conversion = check_raw(frame, allowed)
+    assert conversion.encoding == encoding and conversion.describe(allowed) == (
+        f'observation.images.front: {encoding} frames converted to rgb8 ({how}; allowed by '
+        'convert_encodings)')
+    assert np.array_equal(to_model_input(frame, allowed),
+                          to_model_input(raw(RGB, 'rgb8'), feature()))
+    assert not check_raw(raw(RGB, 'rgb8'), allowed)   # rgb8 frames: nothing to say
 
 
 def test_row_padding_in_step_is_skipped():
@@ -99,38 +120,59 @@ def test_mono8_feeds_grayscale_and_is_repeated_for_colour_only_where_allowed():
     for call in (check_raw, to_model_input):
         with pytest.raises(InputError, match=r"camera 'observation.images.front' sent 'mono8' "
                            r'frames, but the feature declares rgb, 3 channels \(expected '
-                           r'rgb8, bgr8, rgba8, bgra8; .*convert_mono') as error:
+                           r'rgb8; to convert them \(grey repeated in 3 channels\), list mono8 '
+                           r"in the server's convert_encodings") as error:
             call(raw(gray[:, :, None], 'mono8'), feature())
         assert error.value.code == 'encoding'
-    allowed = feature(convert_mono=True)
+    allowed = feature(convert_encodings=['mono8'])
     conversion = check_raw(raw(gray[:, :, None], 'mono8'), allowed)
-    assert conversion.mono == 'mono8'
-    assert 'mono8 frames converted to rgb' in conversion.describe(allowed)
+    assert conversion.encoding == 'mono8'
+    assert 'mono8 frames converted to rgb8 (grey repeated' in conversion.describe(allowed)
     colour = to_model_input(raw(gray[:, :, None], 'mono8'), allowed)
     assert colour.shape == (3, 2, 3) and np.all(colour[:, 1, 0] == pytest.approx(0.4))
     assert not check_raw(raw(RGB, 'rgb8'), allowed)   # colour frames: nothing to say
 
 
 def test_colour_frames_on_a_greyscale_feature_are_refused_by_name():
-    with pytest.raises(InputError, match=r"sent 'rgb8' frames, but the feature declares rgb, 1 "
-                       r'channel \(greyscale\) \(expected mono8\)'):
-        check_raw(raw(RGB, 'rgb8'), feature(shape=[2, 3, 1]))
+    for encoding in ('rgb8', 'bgr8'):
+        with pytest.raises(InputError, match=rf"sent '{encoding}' frames, but the feature "
+                           r'declares rgb, 1 channel \(greyscale\) \(expected mono8\)$'):
+            check_raw(raw(RGB, encoding), feature(shape=[2, 3, 1]))
+
+
+def compressed(mode, fmt='JPEG', colour=90):
+    buffer = io.BytesIO()
+    Image.new(mode, (3, 2), colour).save(buffer, format=fmt)
+    return CompressedImage(fmt.lower(), buffer.getvalue())
 
 
 def test_greyscale_and_colour_jpegs_are_checked_against_the_channels():
-    def jpeg(mode):
-        buffer = io.BytesIO()
-        Image.new(mode, (3, 2), 90).save(buffer, format='JPEG')
-        return CompressedImage('jpeg', buffer.getvalue())
-    with pytest.raises(InputError, match=r"camera 'observation.images.front' sent 'mono8' "
-                       r'frames.*expected rgb8'):
-        check_compressed(jpeg('L'), feature())
-    assert check_compressed(jpeg('L'), feature(convert_mono=True)).mono == 'greyscale JPEG'
-    assert not check_compressed(jpeg('RGB'), feature())
-    with pytest.raises(InputError, match=r'sent colour JPEG frames \(mode RGB\), but the '
-                       r'feature declares rgb, 1 channel'):
-        check_compressed(jpeg('RGB'), feature(shape=[2, 3, 1]))
-    assert not check_compressed(jpeg('L'), feature(shape=[2, 3, 1]))
+    with pytest.raises(InputError, match=r"camera 'observation.images.front' sent greyscale "
+                       r'JPEG frames, but the feature declares rgb, 3 channels \(expected rgb8; '
+                       r'.*list mono8'):
+        check_compressed(compressed('L'), feature())
+    conversion = check_compressed(compressed('L'), feature(convert_encodings=['mono8']))
+    assert (conversion.encoding, conversion.frames) == ('mono8', 'greyscale JPEG')
+    assert not check_compressed(compressed('RGB'), feature())
+    with pytest.raises(InputError, match=r'sent colour JPEG frames, but the feature declares '
+                       r'rgb, 1 channel \(greyscale\) \(expected mono8\)'):
+        check_compressed(compressed('RGB'), feature(shape=[2, 3, 1]))
+    assert not check_compressed(compressed('L'), feature(shape=[2, 3, 1]))
+
+
+def test_an_rgba_png_counts_as_rgba8_and_other_modes_are_refused_by_name():
+    with pytest.raises(InputError, match=r'sent RGBA PNG frames, but .*list rgba8'):
+        check_compressed(compressed('RGBA', 'PNG'), feature())
+    allowed = feature(convert_encodings=['rgba8'])
+    rgba = compressed('RGBA', 'PNG', (90, 90, 90, 10))   # nearly transparent: alpha dropped
+    conversion = check_compressed(rgba, allowed)
+    assert conversion.describe(allowed) == ('observation.images.front: RGBA PNG frames '
+                                            'converted to rgb8 (alpha dropped; allowed by '
+                                            'convert_encodings)')
+    assert np.allclose(to_model_input(rgba, allowed), 90 / 255)
+    with pytest.raises(InputError, match=r'sent PNG frames of mode P, which the server does '
+                       r'not convert'):
+        check_compressed(compressed('P', 'PNG'), allowed)
 
 
 def test_rotate_180_reverses_rows_and_columns():
@@ -245,6 +287,17 @@ def test_corrupt_jpeg_is_named_with_its_feature():
         check_compressed(CompressedImage('jpeg', good), feature(shape=[4, 6, 3]))
 
 
+def test_a_decompression_bomb_is_refused_by_name_not_raised(monkeypatch):
+    image = CompressedImage('jpeg', encode(np.zeros((8, 8, 3), np.uint8), 'JPEG'))
+    monkeypatch.setattr(Image, 'MAX_IMAGE_PIXELS', 16)   # 64 pixels: more than twice that
+    spec = feature(shape=[8, 8, 3])
+    for call in (check_compressed, to_model_input):
+        with pytest.raises(InputError, match="corrupt JPEG for feature 'observation.images.front'"
+                           ': Image size .* exceeds limit') as error:
+            call(image, spec)
+        assert error.value.code == 'corrupt'
+
+
 def test_resize_any_takes_any_size_and_interpolates_as_torch_bilinear():
     # 1x4 -> 1x2 with align_corners=False: output column j samples the source at
     # (j + 0.5) * 2 - 0.5 = 0.5 and 2.5, the mean of columns (0, 1) and (2, 3).
@@ -286,15 +339,22 @@ def test_fixed_size_refuses_other_sizes_and_channels_stay_checked():
 
 
 def test_manifest_resize_fields_are_validated_and_round_trip():
-    entry = feature(resize='any', interpolation='torch_bilinear', convert_mono=True)
+    entry = feature(resize='any', interpolation='torch_bilinear', convert_encodings=['bgr8'],
+                    convert_mono=True)   # the older spelling of convert_encodings: [mono8]
     assert entry.resizes and entry.to_dict()['resize'] == 'any'
     assert entry.to_dict()['interpolation'] == 'torch_bilinear'
-    assert entry.to_dict()['convert_mono'] is True
+    assert entry.convert_encodings == ('bgr8', 'mono8')
+    assert entry.to_dict()['convert_encodings'] == ['bgr8', 'mono8']
+    assert feature(**entry.to_dict()) == entry
     assert 'resize' not in feature().to_dict() and not feature().resizes
     for bad, match in (({'resize': 'sometimes'}, "resize 'sometimes' is not one of fixed, any"),
                        ({'interpolation': 'cubic'}, "interpolation 'cubic' is not one of"),
                        ({'convert_mono': 'yes'}, 'convert_mono is true or false'),
-                       ({'convert_mono': True, 'shape': [2, 3, 1]}, 'convert_mono is true')):
+                       ({'convert_encodings': ['yuv422']},
+                        'convert_encodings must list encodings among bgr8, rgba8, bgra8, mono8'),
+                       ({'convert_encodings': 'bgr8'}, 'convert_encodings must list'),
+                       ({'convert_mono': True, 'shape': [2, 3, 1]},
+                        r'applies to rgb features with 3 channels only, got rgb \[2, 3, 1\]')):
         with pytest.raises(ValueError, match=match):
             feature(**bad)
     with pytest.raises(ValueError, match='apply to image features only'):

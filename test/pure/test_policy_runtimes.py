@@ -244,8 +244,10 @@ def test_python_runtime_factory():
     assert isinstance(runtime, PolicyRuntime) and runtime.spec.policy == 'from python'
     with pytest.raises(RuntimeLoadError, match="cannot load python policy 'nope:x'"):
         load_runtime(RuntimeOptions(policy_type='python', checkpoint='nope:x'))
-    with pytest.raises(RuntimeLoadError, match="policy_type 'bogus' is not one of"):
-        load_runtime(RuntimeOptions(policy_type='bogus'))
+    # One list of runtimes: the setting's choices, checked when the options are made.
+    with pytest.raises(ValueError, match="parameter 'policy_type' is 'bogus'; expected one of "
+                       'auto, demo, torchscript, torch_export, flow_matching, lerobot, python$'):
+        RuntimeOptions(policy_type='bogus')
     assert math.isfinite(warm_up(runtime, 1).last_ms)
 
 

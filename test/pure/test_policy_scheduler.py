@@ -17,12 +17,12 @@
 import threading
 import time
 
-from core_fixtures import admit, make_server
+from core_fixtures import admit, jpeg, make_server
 import numpy as np
 import pytest
 
 from remote_inference_py.policy_server.core import (
-    DROPPED, Request, SESSION_RELEASED, SUPERSEDED)
+    DROPPED, PREPROCESSING, Request, SESSION_RELEASED, SUPERSEDED)
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
 from remote_inference_py.policy_server.images import CompressedImage
 from remote_inference_py.policy_server.scheduler import Scheduler
@@ -129,6 +129,63 @@ def test_a_repeated_request_gets_its_published_answer_again_and_never_a_second_p
         assert outbox.answers[-1].session_id == other
     finally:
         scheduler.stop()
+
+
+@pytest.mark.parametrize('inline', [True, False])
+def test_a_pass_that_raises_unexpectedly_answers_its_requests_and_serving_goes_on(inline):
+    outbox = Outbox()
+    core = make_server()
+    scheduler = started(core, outbox, inline=inline)
+    build = core.assembler.build
+    calls = []
+
+    def build_once_broken(*args):
+        calls.append(1)
+        if len(calls) == 1:
+            raise AttributeError("'NoneType' object has no attribute 'shape'")
+        return build(*args)
+    core.assembler.build = build_once_broken
+    try:
+        session = admit(scheduler)
+        scheduler.on_joint_states('', 100 * MS, JOINTS, [0.1] * 6)
+        scheduler.on_request(Request('', session, 1, 0))
+        [failed] = outbox.wait_for(1)
+        assert failed.request_id == 1 and failed.positions is None
+        assert failed.error == ("preprocessing failed: AttributeError: 'NoneType' object has "
+                                "no attribute 'shape'") and failed.kind == PREPROCESSING
+        scheduler.on_request(Request('', session, 2, 0))
+        assert [(a.request_id, a.error) for a in outbox.wait_for(2)][1] == (2, '')
+        assert core.stats.failures == {PREPROCESSING: 1} and core.stats.totals['served'] == 1
+    finally:
+        scheduler.stop()
+
+
+def test_a_text_querys_frames_are_decoded_outside_the_lock():
+    core = make_server(DemoRuntime(cameras=['front'], image_size=(16, 16)))
+    scheduler = Scheduler(core, Outbox())
+    session = admit(scheduler)
+    scheduler.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
+    frame = np.zeros((16, 16, 3), np.uint8)
+    scheduler.on_image('', 'observation.images.front', 100 * MS,
+                       CompressedImage('jpeg', jpeg(frame)))
+    build = core.build_text
+    free = []
+
+    def build_and_look(*args):   # can another thread take the lock meanwhile?
+        def look():
+            free.append(scheduler._cond.acquire(timeout=5.0))
+            if free[-1]:
+                scheduler._cond.release()
+        other = threading.Thread(target=look)
+        other.start()
+        other.join()
+        return build(*args)
+    core.build_text = build_and_look
+    found = scheduler.text_inputs('', session, 0)
+    assert free == [True] and found.capture_ns == 100 * MS
+    assert found.inputs['observation.images.front.rgb'].dtype == np.float32
+    refused = scheduler.text_inputs('', 'nobody', 0)
+    assert refused.refused and refused.inputs is None and len(free) == 1
 
 
 def test_without_inline_the_inference_thread_serves():
@@ -238,8 +295,8 @@ def test_a_full_queue_drops_the_oldest_with_a_named_error():
     core = make_server(observation_wait_s=5.0)
     session = admit(core, in_flight=3)
     for request_id in (1, 2, 3):
-        assert core.on_request(Request('', session, request_id, 0)) is None   # just inside
-    answer = core.on_request(Request('', session, 4, 0))                       # just outside
+        assert core.on_request(Request('', session, request_id, 0)) == []   # just inside
+    [answer] = core.on_request(Request('', session, 4, 0))                 # just outside
     assert answer.request_id == 1 and answer.session_id == session
     assert answer.error == (f'{DROPPED}: the client keeps 3 request(s) in flight and the '
                             'newest are served; request 4 arrived while 3 requests of this '
@@ -261,7 +318,7 @@ def test_a_request_put_back_into_a_full_queue_is_answered():
     core.on_image('', 'observation.images.front', 100 * MS, CompressedImage('jpeg', bad))
     core.on_request(Request('', session, 1, 0))
     computed = core.compute(core.take_work())          # the frame fails to decode...
-    assert core.on_request(Request('', session, 2, 0)) is None   # ...while 2 arrives
+    assert core.on_request(Request('', session, 2, 0)) == []   # ...while 2 arrives
     [answer] = core.finish(computed)
     assert answer.request_id == 1 and answer.error.endswith(
         'request 1 was put back after a frame failed to decode and found newer requests of '

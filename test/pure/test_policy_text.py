@@ -24,7 +24,8 @@ from remote_inference_py.evaluation import sim_answers
 from remote_inference_py.evaluation.expert import CUBE_FEATURE, ExpertRuntime, GRIPPER
 from remote_inference_py.evaluation.task import cube_rest_z, JOINT_NAMES
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
-from remote_inference_py.policy_server.text import ask_refusal, AskJob, TextWorker
+from remote_inference_py.policy_server.text import (
+    ask_refusal, AskJob, QueryInputs, TextWorker)
 
 MS = 1_000_000
 REST = cube_rest_z()
@@ -108,6 +109,43 @@ def test_an_unknown_session_is_refused_at_once_and_a_failing_model_is_named():
     core.runtime.generate_text = broken
     result = worker.answer(AskJob('', session, 'question', 'where?', '', 0))
     assert not result.success and result.message == 'text generation failed: out of memory'
+
+
+class Polled:
+    """A take_inputs that never finds an observation; each look moves the clock 10 ms on."""
+
+    def __init__(self, refused=False):
+        self.now = 0.0
+        self.looks = 0
+        self.refused = refused
+
+    def clock(self):
+        return self.now
+
+    def __call__(self, robot, session_id, earliest_ns):
+        self.looks += 1
+        self.now += 0.01
+        return QueryInputs(why='session s is not admitted' if self.refused
+                           else 'no joint_states sample received yet', refused=self.refused)
+
+
+def test_the_observation_wait_is_read_at_every_query_and_a_refused_session_ends_it():
+    polled = Polled()
+    wait = [0.055]
+    worker = TextWorker(ExpertRuntime(), polled, lambda: wait[0], clock=polled.clock)
+    job = AskJob('', 's', 'question', 'where?', '', 0)
+    result = worker.answer(job)
+    assert not result.success and result.message == (
+        'no observation for the query: no joint_states sample received yet')
+    assert polled.looks == 7          # at 0, 10, ..., 60 ms: the first after the deadline
+    wait[0] = 0.105                   # a live change reaches the next query
+    polled.looks = 0
+    worker.answer(job)
+    assert polled.looks == 12
+    refused = Polled(refused=True)    # typed: waiting cannot help, so it looks once
+    result = TextWorker(ExpertRuntime(), refused, 5.0, clock=refused.clock).answer(job)
+    assert refused.looks == 1 and result.message == (
+        'no observation for the query: session s is not admitted')
 
 
 def test_the_worker_thread_answers_in_order():

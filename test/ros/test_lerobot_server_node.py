@@ -176,4 +176,5 @@ def test_an_act_folder_saved_by_lerobot_0_6_with_a_mapped_camera_serves_640x480_
     chunk = robot.answer(2, timeout=20)
     assert chunk.step_count == 0
     assert (f"camera '{TOP}' sent 'mono8' frames, but the feature declares rgb, "
-            '3 channels (expected rgb8, bgr8, rgba8, bgra8' in chunk.error), chunk.error
+            '3 channels (expected rgb8; to convert them (grey repeated in 3 channels), list '
+            "mono8 in the server's convert_encodings parameter" in chunk.error), chunk.error

@@ -234,7 +234,7 @@ def test_torchscript_policy_matches_the_reference_computation(processes, ros, tm
     model = models.TinyPolicy(seed=4)
     path = models.save_torchscript(tmp_path, model)
     server = processes.console_script('policy_server', node_name='policy_server', params={
-        'checkpoint': str(path), 'chunk_length': 12})
+        'checkpoint': str(path), 'chunk_length': 12, 'convert_encodings': ['bgr8']})
     robot = Robot(ros)
     server.wait_for_output(READY, 30, spinner)
     caps = robot.capabilities()
@@ -242,7 +242,7 @@ def test_torchscript_policy_matches_the_reference_computation(processes, ros, tm
     session = robot.admit(caps).session_id
     pose = [0.3, -0.6, 0.8, 0.2, -0.4, 0.5]
     frame = models.test_pattern(seed=2)
-    observe(robot, pose, frame, encoding='bgr8')     # channel order is the server's job
+    observe(robot, pose, frame, encoding='bgr8')     # allowed: the server reorders channels
     robot.wait_connected()
     spinner.spin_for(0.2)
     robot.request(session, 1)
@@ -250,6 +250,9 @@ def test_torchscript_policy_matches_the_reference_computation(processes, ros, tm
     assert chunk.error == '' and chunk.step_count == 12
     expected = models.expected_chunk(model, pose, frame, steps=12)
     assert np.allclose(np.asarray(chunk.positions).reshape(12, 6), expected, atol=2e-4)
+    said = 'bgr8 frames converted to rgb8 (channels reordered; allowed by convert_encodings)'
+    server.wait_for_output(re.escape(said), 10, spinner)
+    assert server.output().count(said) == 1, 'said once, however many frames came'
 
     if transport == 'plain':   # rclpy drops malformed bytes before they reach the server
         return

@@ -52,6 +52,12 @@ def test_colcon_build_in_the_src_of_another_workspace(tmp_path):
     # colcon's make gets -j<cores> -l<cores>: beside the other test worker the load average
     # stays above the cores and -l kept the compile to one job at a time (3 min instead of 1).
     env['MAKEFLAGS'] = f'-j{os.cpu_count() or 2}'
+    # With ccache, as ./run builds: the interfaces' objects compiled by the set-up's build are
+    # reused (paths below each root hashed as relative ones); the configure, the generators,
+    # the links and the install all run here as in any build.
+    if shutil.which('ccache'):
+        env.update(CMAKE_C_COMPILER_LAUNCHER='ccache', CMAKE_CXX_COMPILER_LAUNCHER='ccache',
+                   CCACHE_BASEDIR=str(workspace))
     # colcon test runs two files here (the whole suite runs in ./run test).
     result = subprocess.run([str(VENV / 'bin' / 'colcon'), 'build', '--cmake-args',
                              '-DREMOTE_INFERENCE_TESTS=test/pure/test_merge.py;'

@@ -176,9 +176,9 @@ def test_port_that_cannot_be_opened_is_named():
 def test_config_validation():
     with pytest.raises(ValueError, match="motor 'b': id 1 is used by another motor"):
         FeetechBusConfig('/dev/x', {'a': 1, 'b': 1})
-    with pytest.raises(ValueError, match='retries must be an integer >= 0'):
+    with pytest.raises(ValueError, match="retries: parameter 'bus_retries' is -1; expected 0"):
         FeetechBusConfig('/dev/x', {'a': 1}, retries=-1)
-    with pytest.raises(ValueError, match='baudrate 1234'):
+    with pytest.raises(ValueError, match="parameter 'baudrate' is 1234; expected one of"):
         FeetechBusConfig('/dev/x', {'a': 1}, baudrate=1234)
     config = FeetechBusConfig.from_calibration('/dev/x', Calibration.load(EXAMPLE))
     assert dict(config.motors) == IDS

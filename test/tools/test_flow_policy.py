@@ -228,7 +228,7 @@ def test_policy_server_core_round_trip(policy_path):
     image = np.full((96, 96, 3), 100, dtype=np.uint8)
     assert core.on_image('', IMAGE_FEATURE, 1000 * MS,
                          RawImage('rgb8', 96, 96, 96 * 3, image.tobytes())) is None
-    assert core.on_request(Request('', result.session_id, 1, 900 * MS)) is None
+    assert core.on_request(Request('', result.session_id, 1, 900 * MS)) == []
     [answer] = core.serve(core.next_work(1.0))
     assert answer.error == '', answer.error
     assert answer.positions.shape == (STEPS, JOINTS) and np.all(np.isfinite(answer.positions))

@@ -26,27 +26,18 @@ name at load, before any robot is admitted.
 import json
 import shutil
 
-from core_fixtures import admit, serve_one
 import lerobot_0_6_files as files
 import lerobot_checkpoints as checkpoints
+from lerobot_checkpoints import lerobot_chunk, observation, served_chunk
 import numpy as np
 import pytest
-from robot_fixtures import to_policy
 
-from remote_inference_py.policy_server.config import ServerConfig
-from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.export import main as export_main
-from remote_inference_py.policy_server.images import RawImage
 from remote_inference_py.policy_server.lerobot_folder import config_fields, known_steps
 from remote_inference_py.policy_server.lerobot_runtime import SEED_VARIABLE
 from remote_inference_py.policy_server.loading import load_runtime
 from remote_inference_py.policy_server.runtimes import RuntimeLoadError, RuntimeOptions
-from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
-JOINTS = list(SO101_JOINT_NAMES)
-SO101 = 'so101-degrees-gripper-percent-v1'
-MS = 1_000_000
-PERIOD_NS = 33_333_333
 TOLERANCE = 1e-3        # policy units: degrees, gripper percent
 WRIST = 'observation.images.wrist'
 
@@ -64,37 +55,6 @@ def folders(tmp_path_factory):
             ('diffusion', '0.6'): checkpoints.as_lerobot_0_6(diffusion, root / 'diffusion6')}
 
 
-def observation(seed, cameras):
-    """A pose [rad] inside the SO-101's range and one 64x96 frame per camera."""
-    rng = np.random.default_rng(seed)
-    pose = rng.uniform(-0.6, 0.6, 6)
-    pose[5] = rng.uniform(0.0, 1.0)
-    return pose, {key: rng.integers(0, 256, (64, 96, 3), dtype=np.uint8) for key in cameras}
-
-
-def serve(runtime, observations):
-    """Feed ``(pose, frames)`` one action period apart; return the chunk [policy units]."""
-    core = PolicyServerCore(ServerConfig(deployment='so101'), runtime)
-    session = admit(core)
-    stamp = 1000 * MS
-    for pose, frames in observations:
-        core.on_joint_states('', stamp, JOINTS, list(pose))
-        for key, frame in frames.items():
-            core.on_image('', key, stamp, RawImage('rgb8', 64, 96, 96 * 3, frame.tobytes()))
-        stamp += PERIOD_NS
-    core.on_request(Request('', session, 1, stamp - PERIOD_NS))
-    [answer] = serve_one(core)
-    assert answer.error == '', answer.error
-    return to_policy(answer.positions)
-
-
-def reference(folder, observations, seed=None):
-    """LeRobot 0.4.4's own chunk for the same samples, from the folder it saved."""
-    return checkpoints.LeRobotReference(folder).chunk(
-        [(to_policy(pose).astype(np.float32), frames) for pose, frames in observations],
-        seed=seed)
-
-
 def test_lerobot_0_4_alone_refuses_a_0_6_folder(folders):
     with pytest.raises(Exception, match='pretrained_revision'):
         checkpoints.LeRobotReference(folders['act', '0.6'])
@@ -108,9 +68,9 @@ def test_an_act_folder_saved_by_0_6_is_served_as_lerobot_0_4_predicts(folders):
     assert runtime.source == (
         f'{folder} (saved by LeRobot 0.5 or later, dropped pretrained_revision; '
         'pretrained_backbone_weights not downloaded (model.safetensors holds the backbone))')
-    sample = [observation(1, [checkpoints.FRONT])]
-    chunk = serve(runtime, sample)
-    expected = reference(folders['act', '0.4'], sample)
+    sample = [observation(1)]
+    chunk = served_chunk(runtime, sample)
+    expected = lerobot_chunk(folders['act', '0.4'], sample)
     assert chunk.shape == expected.shape == (100, 6)
     print(f'ACT 0.6 folder: max |served - LeRobot 0.4.4| {np.abs(chunk - expected).max():.1e}')
     assert np.abs(chunk - expected).max() < TOLERANCE
@@ -124,9 +84,9 @@ def test_an_act_folder_saved_by_0_6_exports_to_pt2(folders, tmp_path, capsys):
     assert exit_info.value.code == 0, capsys.readouterr().err
     runtime = load_runtime(RuntimeOptions(checkpoint=str(tmp_path / 'model.pt2')))
     assert runtime.kind == 'torch_export' and runtime.spec.chunk_length == 100
-    sample = [observation(6, [checkpoints.FRONT])]
-    assert np.abs(serve(runtime, sample) - reference(folders['act', '0.4'], sample)
-                  ).max() < TOLERANCE
+    sample = [observation(6)]
+    expected = lerobot_chunk(folders['act', '0.4'], sample)
+    assert np.abs(served_chunk(runtime, sample) - expected).max() < TOLERANCE
 
 
 def test_diffusion_with_0_6_defaults_two_cameras_is_served_as_lerobot_0_4_predicts(
@@ -144,8 +104,8 @@ def test_diffusion_with_0_6_defaults_two_cameras_is_served_as_lerobot_0_4_predic
         ('observation.state', 2), (checkpoints.FRONT, 2), (WRIST, 2)]
     samples = [observation(2, [checkpoints.FRONT, WRIST]),
                observation(3, [checkpoints.FRONT, WRIST])]
-    chunk = serve(runtime, samples)
-    expected = reference(folders['diffusion', '0.4'], samples, seed=5)
+    chunk = served_chunk(runtime, samples)
+    expected = lerobot_chunk(folders['diffusion', '0.4'], samples, seed=5)
     assert chunk.shape == expected.shape == (32, 6)
     print(f'diffusion 0.6 folder: max |served - LeRobot 0.4.4| '
           f'{np.abs(chunk - expected).max():.1e}')
@@ -153,7 +113,7 @@ def test_diffusion_with_0_6_defaults_two_cameras_is_served_as_lerobot_0_4_predic
     # Each camera has its own encoder: the wrist frame matters.
     swapped = [(pose, {checkpoints.FRONT: frames[checkpoints.FRONT],
                        WRIST: 255 - frames[WRIST]}) for pose, frames in samples]
-    assert np.abs(reference(folders['diffusion', '0.4'], swapped, seed=5) - expected
+    assert np.abs(lerobot_chunk(folders['diffusion', '0.4'], swapped, seed=5) - expected
                   ).max() > 10 * TOLERANCE
 
 

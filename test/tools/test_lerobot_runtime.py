@@ -29,14 +29,11 @@ import shutil
 import subprocess
 import sys
 
-from core_fixtures import admit, serve_one
 import lerobot_checkpoints as checkpoints
+from lerobot_checkpoints import lerobot_chunk, observation, served_chunk
 import numpy as np
 import pytest
-from robot_fixtures import to_policy
 
-from remote_inference_py.policy_server.config import ServerConfig
-from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.export import main as export_main
 from remote_inference_py.policy_server.images import RawImage
 from remote_inference_py.policy_server.lerobot_import import (
@@ -44,12 +41,7 @@ from remote_inference_py.policy_server.lerobot_import import (
 from remote_inference_py.policy_server.lerobot_runtime import SEED_VARIABLE
 from remote_inference_py.policy_server.loading import load_runtime
 from remote_inference_py.policy_server.runtimes import RuntimeLoadError, RuntimeOptions
-from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
-JOINTS = list(SO101_JOINT_NAMES)
-SO101 = 'so101-degrees-gripper-percent-v1'
-MS = 1_000_000
-PERIOD_NS = 33_333_333
 TOLERANCE = 1e-3        # policy units: degrees, gripper percent
 
 
@@ -61,37 +53,6 @@ def folders(tmp_path_factory):
             for policy in ('act', 'diffusion') for norm in ('MEAN_STD', 'MIN_MAX')}
 
 
-def observation(seed):
-    """A pose [rad] inside the SO-101's range and a 64x96 camera frame."""
-    rng = np.random.default_rng(seed)
-    pose = rng.uniform(-0.6, 0.6, 6)
-    pose[5] = rng.uniform(0.0, 1.0)
-    return pose, rng.integers(0, 256, (64, 96, 3), dtype=np.uint8)
-
-
-def serve(runtime, observations):
-    """Feed ``(pose, frame)`` samples one action period apart; return the chunk [policy units]."""
-    core = PolicyServerCore(ServerConfig(deployment='so101'), runtime)
-    session = admit(core)
-    stamp = 1000 * MS
-    for pose, frame in observations:
-        core.on_joint_states('', stamp, JOINTS, list(pose))
-        core.on_image('', checkpoints.FRONT, stamp, RawImage('rgb8', 64, 96, 96 * 3,
-                                                             frame.tobytes()))
-        stamp += PERIOD_NS
-    core.on_request(Request('', session, 1, stamp - PERIOD_NS))
-    [answer] = serve_one(core)
-    assert answer.error == '', answer.error
-    return to_policy(answer.positions)
-
-
-def reference(folder, observations, seed=None):
-    """LeRobot's own chunk for the same samples, in the policy's units."""
-    return checkpoints.LeRobotReference(folder).chunk(
-        [(to_policy(pose).astype(np.float32), {checkpoints.FRONT: frame})
-         for pose, frame in observations], seed=seed)
-
-
 @pytest.mark.parametrize('norm', ['MEAN_STD', 'MIN_MAX'])
 def test_act_chunk_size_100_with_n_action_steps_50_equals_lerobot(folders, norm):
     folder = folders['act', norm]
@@ -101,8 +62,8 @@ def test_act_chunk_size_100_with_n_action_steps_50_equals_lerobot(folders, norm)
     assert runtime.spec.chunk_length == 100
     assert [f.name for f in runtime.spec.features] == [checkpoints.STATE, checkpoints.FRONT]
     sample = [observation(1)]
-    chunk = serve(runtime, sample)
-    expected = reference(folder, sample)
+    chunk = served_chunk(runtime, sample)
+    expected = lerobot_chunk(folder, sample)
     assert chunk.shape == expected.shape == (100, 6)
     assert np.abs(chunk - expected).max() < TOLERANCE
 
@@ -115,12 +76,12 @@ def test_diffusion_n_obs_steps_2_is_fed_from_the_history(folders, norm, monkeypa
     assert runtime.spec.chunk_length == 8               # n_action_steps of a horizon of 16
     assert [f.history for f in runtime.spec.features] == [2, 2]
     older, newer = observation(2), observation(3)
-    chunk = serve(runtime, [older, newer])
-    expected = reference(folder, [older, newer], seed=7)
+    chunk = served_chunk(runtime, [older, newer])
+    expected = lerobot_chunk(folder, [older, newer], seed=7)
     assert chunk.shape == expected.shape == (8, 6)
     assert np.abs(chunk - expected).max() < TOLERANCE
     # The older sample matters: LeRobot's answer from the newer one alone differs.
-    assert np.abs(reference(folder, [newer], seed=7) - expected).max() > 10 * TOLERANCE
+    assert np.abs(lerobot_chunk(folder, [newer], seed=7) - expected).max() > 10 * TOLERANCE
 
 
 @pytest.mark.parametrize('norm', ['MEAN_STD', 'MIN_MAX'])
@@ -134,8 +95,8 @@ def test_export_lerobot_pt2_equals_lerobot(folders, norm, tmp_path, capsys):
     runtime = load_runtime(RuntimeOptions(checkpoint=str(tmp_path / 'model.pt2')))
     assert runtime.kind == 'torch_export'
     sample = [observation(4)]
-    chunk = serve(runtime, sample)
-    assert np.abs(chunk - reference(folder, sample)).max() < TOLERANCE
+    chunk = served_chunk(runtime, sample)
+    assert np.abs(chunk - lerobot_chunk(folder, sample)).max() < TOLERANCE
 
 
 def test_export_of_a_diffusion_folder_is_refused_by_name(folders, tmp_path, capsys):
@@ -189,8 +150,8 @@ def test_a_folder_trained_on_a_gpu_is_served_on_the_cpu(folders, tmp_path):
     runtime = load_runtime(RuntimeOptions(checkpoint=str(gpu), fps=30.0, device='cpu'))
     assert runtime.device == 'cpu'
     sample = [observation(5)]
-    assert np.abs(serve(runtime, sample) - reference(folders['act', 'MEAN_STD'], sample)
-                  ).max() < TOLERANCE
+    expected = lerobot_chunk(folders['act', 'MEAN_STD'], sample)
+    assert np.abs(served_chunk(runtime, sample) - expected).max() < TOLERANCE
 
 
 def test_features_that_do_not_match_the_robot_are_named(tmp_path):

@@ -40,25 +40,17 @@ import os
 import shutil
 import time
 
-from core_fixtures import serve_one
+from core_fixtures import make_server
 import lerobot_checkpoints as checkpoints
+from lerobot_checkpoints import lerobot_chunk, observation, served_chunk
 import numpy as np
 import pytest
-from robot_fixtures import to_policy
 
-from remote_inference_py.contract.admission import AdmitRequest
-from remote_inference_py.policy_server.config import ServerConfig
-from remote_inference_py.policy_server.core import PolicyServerCore, Request
-from remote_inference_py.policy_server.images import RawImage
 from remote_inference_py.policy_server.lerobot_runtime import SEED_VARIABLE
 from remote_inference_py.policy_server.loading import load_runtime
 from remote_inference_py.policy_server.runtimes import (
     Prefix, RuntimeLoadError, RuntimeOptions, warm_up)
-from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
-JOINTS = list(SO101_JOINT_NAMES)
-SO101 = 'so101-degrees-gripper-percent-v1'
-MS = 1_000_000
 TOLERANCE = 1e-3        # policy units: degrees, gripper percent
 RTC_BOUND = 0.05        # frozen rows vs the plan, in standard deviations (docstring)
 SEED = 5
@@ -83,54 +75,20 @@ def runtime(folder):
 pytestmark = pytest.mark.usefixtures('offline')   # nothing reaches for the Hugging Face Hub
 
 
-def observation(seed):
-    rng = np.random.default_rng(seed)
-    pose = rng.uniform(-0.5, 0.5, 6)
-    pose[5] = rng.uniform(0.0, 1.0)
-    return pose, rng.integers(0, 256, (64, 96, 3), dtype=np.uint8)
-
-
-def serve(runtime, sample, task, merge_mode='aligned'):
-    """Serve one observation with ``task`` through the core; the chunk in policy units."""
-    core = PolicyServerCore(ServerConfig(deployment='so101'), runtime)
-    contract = core.contract
-    result = core.admit('', AdmitRequest(
-        protocol_version=contract.protocol_version, client_name='/executor',
-        deployment=contract.deployment, semantics=contract.semantics,
-        action_names=contract.action_names, action_rate=contract.action_rate,
-        features=contract.features, merge_mode=merge_mode, hardware_position_hold=True))
-    assert result.success, result.message
-    pose, frame = sample
-    stamp = 1000 * MS
-    core.on_joint_states('', stamp, JOINTS, list(pose))
-    core.on_image('', checkpoints.FRONT, stamp, RawImage('rgb8', 64, 96, 96 * 3,
-                                                         frame.tobytes()))
-    core.on_request(Request('', result.session_id, 1, stamp, task=task))
-    [answer] = serve_one(core, timeout=5.0)
-    assert answer.error == '', answer.error
-    return to_policy(answer.positions)
-
-
-def reference(folder, sample, task):
-    pose, frame = sample
-    return checkpoints.LeRobotReference(folder).chunk(
-        [(to_policy(pose).astype(np.float32), {checkpoints.FRONT: frame})], seed=SEED,
-        task=task)
-
-
 def test_smolvla_is_served_equal_to_lerobot_with_the_task_text(folder, runtime):
     assert runtime.kind == 'lerobot' and runtime.spec.policy == 'smolvla'
     assert runtime.spec.chunk_length == 20 and runtime.max_batch_size == 1
     assert runtime.supports_prefix and runtime.execution_horizon == 10
     warm_up(runtime, 1)
-    sample = observation(1)
-    pick = serve(runtime, sample, 'pick up the red cube')
-    expected = reference(folder, sample, 'pick up the red cube')
+    sample = [observation(1, reach=0.5)]
+    pick = served_chunk(runtime, sample, 'pick up the red cube', timeout=5.0)
+    expected = lerobot_chunk(folder, sample, SEED, 'pick up the red cube')
     assert pick.shape == expected.shape == (20, 6)
     assert np.abs(pick - expected).max() < TOLERANCE
     # The task reaches the tokenizer: another instruction, same noise, another chunk.
-    drawer = serve(runtime, sample, 'open the top drawer')
-    assert np.abs(drawer - reference(folder, sample, 'open the top drawer')).max() < TOLERANCE
+    drawer = served_chunk(runtime, sample, 'open the top drawer', timeout=5.0)
+    expected = lerobot_chunk(folder, sample, SEED, 'open the top drawer')
+    assert np.abs(drawer - expected).max() < TOLERANCE
     assert np.abs(drawer - pick).max() > 100 * TOLERANCE
 
 
@@ -157,8 +115,7 @@ def test_rtc_puts_the_frozen_rows_on_the_committed_plan(runtime):
             assert np.allclose(np.abs(plain - plan)[:frozen] / std, offset)
             assert error[10:].min() > 0.9 * offset
     # The rtc merge is offered at admission, and a plan longer than the chunk is cut.
-    assert 'rtc' in PolicyServerCore(ServerConfig(deployment='so101'),
-                                     runtime).contract.merge_modes
+    assert 'rtc' in make_server(runtime).contract.merge_modes
     long_plan = np.concatenate([plain, plain]) + std
     guided = runtime.infer(inputs, ['pick'], [Prefix(long_plan, 2)])[0]
     assert (np.abs(guided - long_plan[:20]) / std)[:2].max() < RTC_BOUND

@@ -13,8 +13,18 @@
 # limitations under the License.
 
 """
-Recording and analysis of runs.
+Recording and analysis of runs (no ROS needed, except by the recorder node).
 
-:mod:`.record` (the recorder node, imports ROS), :mod:`.bag`
-(MCAP reading and writing), :mod:`.summary`, :mod:`.plot` and :mod:`.analyze` (the command).
+- :mod:`.record`: the recorder node (``record``, imports ROS): a run's topics, raw, to a
+  rosbag2 MCAP bag, until the robot side has left the graph.
+- :mod:`.bag`: rosbag2 files (MCAP or sqlite3) read and written with ``rosbags``, without a ROS
+  install.
+- :mod:`.summary`: a run summarised from its recorded topics, by the messages' own stamps
+  (what the demo and ``analyze`` print).
+- :mod:`.plot`: the run plotted so that it reads the same for 10 s and for 10 minutes.
+- :mod:`.frames`: what the cameras saw: a contact sheet (PNG) or a video per camera.
+- :mod:`.video`: a video of a run on the simulated SO-101, rendered afterwards from its bag
+  with MuJoCo.
+- :mod:`.analyze`: the ``analyze BAG`` command: the summary, the plot, and optionally the video
+  and the camera frames.
 """

@@ -13,10 +13,17 @@
 # limitations under the License.
 
 """
-The node runtime every node shares (imports ROS).
+What every node shares: its ``main()``, its settings and parameters, its tick, its process.
 
+Only :mod:`.node_main` and :mod:`.params` import ROS; the other modules are pure.
+
+- :mod:`.settings`: one declaration per setting (a field of a frozen config dataclass, made by
+  ``setting()``), its checks and the README's parameter tables; no ROS.
+- :mod:`.params`: the ROS side of those declarations: parameters with their descriptors,
+  declared, validated at start-up and updated live.
 - :mod:`.node_main`: ``run_node()``: start-up, signals, the stop rule, which rclpy executor spins.
-- :mod:`.params`: the declarative parameter spec and its declaration, validation and updates.
 - :mod:`.ticker`: the control-tick thread with absolute deadlines.
-- :mod:`.process`: allocator settings for steady latency.
+- :mod:`.process`: allocator settings for steady latency, applied first in every ``main()``.
+- :mod:`.discovery`: discovery through a Fast DDS discovery server: the ``discovery_server``
+  launch argument and the console script that runs the server.
 """

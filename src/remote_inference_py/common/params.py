@@ -69,7 +69,8 @@ def descriptor(spec: ParamSpec) -> ParameterDescriptor:
     desc = ParameterDescriptor(description=spec.full_description(), type=ROS_TYPES[spec.type],
                                read_only=spec.read_only)
     if spec.choices:
-        desc.additional_constraints = f'one of: {spec.range_text()}'
+        each = 'each ' if spec.is_array else ''
+        desc.additional_constraints = f'{each}one of: {spec.range_text()}'
     if spec.low is not None and spec.type == 'double':
         desc.floating_point_range = [FloatingPointRange(
             from_value=float(spec.low), to_value=float(spec.high), step=0.0)]

@@ -32,6 +32,12 @@ everything else is derived from it:
   NaN, range and choices, with the message a start-up value out of range gets too;
 - the README's parameter tables (:func:`markdown_table`, written by ``tools/param_tables.py``).
 
+A class built from a node's config that also stands alone (a driver's, a worker's, a
+simulation's settings, made directly by tools and tests) does not declare those settings
+again: its field is :func:`setting_of` the declaration, with the declaration's default and,
+in :func:`check_settings`, its check; it is no parameter of its own, and :func:`built_from`
+builds it from the node's config.
+
 Ranges are closed, as a ``ParameterDescriptor`` can say them, and a double within a relative
 1e-6 of a bound counts as on it, as rclpy's range check does; the config then checks only what
 a range cannot say (one limit per joint, a mode that needs another, ...).
@@ -113,6 +119,36 @@ def setting(default, description, *, unit='', low=None, high=None, choices=(), l
         choices=tuple(choices), live=live)})
 
 
+def setting_of(config_class, name):
+    """
+    Return a dataclass field that is setting ``name`` of ``config_class``, under its own name.
+
+    The field's default is the declaration's and :func:`check_settings` checks it as the
+    setting (type, NaN, range, choices), so neither can drift from the parameter; a bad value
+    raises ValueError naming the field and the parameter. :func:`declared` does not list it.
+    """
+    spec = declared(config_class).get(name)
+    if spec is None:
+        raise KeyError(f'{config_class.__name__} declares no setting {name!r}')
+    stored = tuple(spec.default) if isinstance(spec.default, list) else spec.default
+    return dataclasses.field(default=stored, metadata={'setting_of': spec})
+
+
+def derived(config_class) -> dict:
+    """Return ``{field name: ParamSpec}`` of the fields of ``config_class`` made by setting_of."""
+    return {field.name: field.metadata['setting_of'] for field in dataclasses.fields(config_class)
+            if 'setting_of' in field.metadata}
+
+
+def built_from(config, part_class, **others):
+    """Return ``part_class`` built from ``config``: each setting_of field its setting's value.
+
+    ``others`` give its other fields (and may override one, e.g. a value derived from two).
+    """
+    values = {name: getattr(config, spec.name) for name, spec in derived(part_class).items()}
+    return part_class(**{**values, **others})
+
+
 def _kind(annotation, name):
     """Return the type name of a field's annotation (``Optional`` and tuples included)."""
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
@@ -186,7 +222,8 @@ def check_value(spec: ParamSpec, value):
     Return ``value`` as the setting stores it (lists as tuples, integers for doubles as floats).
 
     Raise ValueError naming the setting when the type is wrong, a number is NaN or out of
-    range, or a string is not one of the choices. A list setting with no default also takes
+    range, or a string is not one of the choices (a list: each item). A list setting with no
+    default also takes
     None or an empty list (unset).
     """
     if spec.is_array:
@@ -201,6 +238,10 @@ def check_value(spec: ParamSpec, value):
                 if not _within(item, spec.low, spec.high):
                     raise ValueError(f'parameter {spec.name!r} contains {item!r}; expected '
                                      f'{spec.low} to {spec.high}')
+        for item in items:
+            if spec.choices and item not in spec.choices:
+                raise ValueError(f'parameter {spec.name!r} contains {item!r}; expected any '
+                                 f'of {spec.range_text()}')
         return items
     value = _item(spec, value, spec.type)
     if spec.low is not None and not _within(value, spec.low, spec.high):
@@ -213,12 +254,18 @@ def check_value(spec: ParamSpec, value):
 
 
 def check_settings(config) -> None:
-    """Check and normalise every declared setting of a config dataclass, in place.
+    """Check and normalise every declared (or :func:`setting_of`) setting of a config, in place.
 
     Call first in ``__post_init__``; the config's own checks follow on the stored values.
     """
     for name, spec in declared(type(config)).items():
         object.__setattr__(config, name, check_value(spec, getattr(config, name)))
+    for name, spec in derived(type(config)).items():
+        try:
+            value = check_value(spec, getattr(config, name))
+        except ValueError as error:
+            raise ValueError(f'{type(config).__name__}.{name}: {error}') from None
+        object.__setattr__(config, name, value)
 
 
 def replace(configs, changes: dict):

@@ -15,9 +15,13 @@
 """
 What a robot and a policy server agree on before anything moves (pure: no ROS).
 
-:mod:`.admission` holds the protocol version, the merge modes, the contract types and
-:func:`~.admission.check_admission`, the one function that lists every difference; the
-executor runs it before asking and the server when asked. :mod:`.plan` is the committed plan a
-request carries in rtc mode, and how a capture time maps onto it. :mod:`.presence` is the
-cadence of the server's presence samples and the silence that tolerates.
+- :mod:`.admission`: the protocol version, the merge modes, the contract types and
+  :func:`~.admission.check_admission`, the one function that lists every difference; the
+  executor runs it before asking and the server when asked.
+- :mod:`.checkpoint`: what a checkpoint name means (a model file, a Hugging Face Hub id), as
+  the launch checks it before anything starts and the server loads it.
+- :mod:`.plan`: the committed plan a request carries in rtc mode, and how a capture time maps
+  onto it.
+- :mod:`.presence`: the cadence of the server's presence samples and the silence that
+  tolerates.
 """

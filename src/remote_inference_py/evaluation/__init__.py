@@ -15,7 +15,25 @@
 """
 Closed-loop evaluation on the pick-the-cube task.
 
-:mod:`.task`, the scripted :mod:`.expert`,
-the :mod:`.learned` policy, runners in simulated time (:mod:`.simtime`) and through the real
-nodes (:mod:`.realtime`), :mod:`.stats` and the ``evaluate`` command (:mod:`.cli`).
+- :mod:`.task`: the task on the simulated SO-101: episodes (cube seeds), success, completion
+  time.
+- :mod:`.settings`: what an evaluation runs: the node parameters (``config/eval_sim.yaml``),
+  execution modes, injected latencies and policies.
+- :mod:`.expert`: the scripted expert and a do-nothing policy, served as policy runtimes;
+  :mod:`.sim_answers` is the expert's scripted answers to the executor's queries.
+- :mod:`.learned`: a small learned camera policy: record demonstrations, train on CPU, export.
+- :mod:`.flow`: a small flow-matching chunk policy trained on CPU from the same demonstrations,
+  served by the flow-matching runtime (rtc-capable).
+- :mod:`.simtime`: the runner in simulated time, through the system's own cores
+  (deterministic and fast); :mod:`.trace` records its per-episode traces.
+- :mod:`.realtime`: the runner through the real nodes over DDS, in real time (imports rclpy
+  when it runs).
+- :mod:`.matrix`: a matrix of configurations x episodes with either runner.
+- :mod:`.stats`: episode results, success rates and completion times with their intervals, the
+  markdown table and the plot.
+- :mod:`.paired`: paired comparisons of two configurations seed by seed (McNemar's exact test,
+  the success difference's interval, completion times, power).
+- :mod:`.explain`: ``evaluate --explain``: the discordant seeds of an evaluation re-run with
+  traces.
+- :mod:`.cli`: the ``evaluate`` command.
 """

@@ -303,9 +303,12 @@ class SimulatedSystem:
             plan = order.plan
             if plan is not None:   # the node sends stamps in ns
                 plan = CommittedPlan(_ns(plan.start), plan.positions, plan.frozen_steps)
-            self.server.on_request(Request(
+            pushed_out = self.server.on_request(Request(
                 ROBOT, self.session_id, order.request_id, _ns(order.earliest_capture_time),
                 str(self.executor_params.get('task', '')), _ns(self.now), plan))
+            for answer in pushed_out:   # superseded or dropped: the error goes out at once
+                heapq.heappush(self.deliveries, (self.now, self.sequence, answer))
+                self.sequence += 1
         if out.command is not None:
             self.apply(out.command if self.perturb is None else self.perturb(out.command))
         if self.on_tick is not None:

@@ -15,11 +15,35 @@
 """
 The executor room: plays chunks on the robot at the action rate and asks for the next in time.
 
-Pure: :mod:`.config` (frozen settings), :mod:`.admission` (the handshake with a policy server
-before motion), :mod:`.choice` (which of several candidate servers, and failover),
-:mod:`.refill` (when to ask), :mod:`.merge` (how a new chunk joins the plan,
-and blending), :mod:`.core` (the state machine: buffer, hold, faults, return) over its parts
-:mod:`.timeline`, :mod:`.requests`, :mod:`.validation`, :mod:`.hold`, :mod:`.session` (admission
-to the end: server loss, failover, the pause for text work, stop, fault) and :mod:`.stats`. ROS:
-:mod:`.node` maps parameters, topics and services onto the handshake and the core.
+Pure (no ROS):
+
+- :mod:`.config`: the settings as frozen, validated dataclasses, one declaration per parameter.
+- :mod:`.admission`: the handshake with a policy server before motion (capabilities, admit,
+  matched topics) as a state machine the node steps once per control tick.
+- :mod:`.choice`: which of several candidate servers to be admitted by (a survey ranked by
+  load), and going on to the next when one refuses.
+- :mod:`.presence`: whether the admitted server instance is still there, and why not (lease
+  expired, another instance, session refused).
+- :mod:`.first_answer`: until anything of a session comes back, repeat the request in flight
+  (a first request or answer lost while DDS discovery completes on the other side).
+- :mod:`.query`: asking the policy while the arm holds (question, subtask, steering): why a goal
+  is refused, and the state machine of one accepted goal.
+
+:mod:`.core` is the state machine (buffer, hold, faults, return home), also pure, composed of
+parts that each own one concern and are tested alone:
+
+- :mod:`.timeline`: the plan and the control timeline: which target each control tick moves
+  toward, and the committed target; :mod:`.merge` is how a new chunk joins the plan (the four
+  merge modes, and blending).
+- :mod:`.requests`: the request table: requests in flight, why each was closed, the turnaround
+  samples, what the requests in flight will cover, the pause after a failure; :mod:`.refill`
+  is when to ask for the next chunk (turnaround estimate, effective refill, staggering).
+- :mod:`.validation`: whether a chunk's content can be played, and if not, why.
+- :mod:`.hold`: the robot's feedback, the hold target and the wait; the return home.
+- :mod:`.session`: the lifecycle from admission to the end: start, server loss, failover, the
+  pause for text work, stop, fault.
+- :mod:`.stats`: the states, the status message and events to log, and the counters.
+
+ROS: :mod:`.node` maps parameters, topics, services and the query action onto the handshake,
+the parts above and the core.
 """

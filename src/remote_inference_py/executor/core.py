@@ -184,11 +184,14 @@ class ExecutorCore:
         """Store the latest target the driver applied [rad]; False (ignored) if not finite."""
         return self._robot.apply(positions)
 
-    def on_actuation_failed(self, reason: str) -> None:
-        """Fault at once and send nothing more: applying an action or a hold failed."""
+    def on_actuation_failed(self, reason: str, now: float) -> None:
+        """Fault at `now` and send nothing more: applying an action or a hold failed.
+
+        No return home; the requests still in flight are closed as abandoned at shutdown.
+        """
         self._robot.actuation_failed = True
         if self.state != State.FAULT:
-            self._session.end(State.FAULT, f'actuation failed: {reason}')
+            self._session.end(State.FAULT, f'actuation failed: {reason}', now)
 
     def on_measurement_failed(self, reason: str) -> None:
         """Mark the measurement unhealthy (skips the return path) until on_measured succeeds."""
@@ -276,14 +279,14 @@ class ExecutorCore:
         self._counters.add('skipped_ticks', skipped)
         self._counters.add('ticks')
         if self.state == State.STOPPING:
-            return self._output(self._session.return_command(), tick=tick)
+            return self._output(self._session.return_command(now), tick=tick)
         if self._session.paused:   # text work: hold, no request, no grace
             self._timeline.hold(tick)
             self._counters.add('held_ticks')
             return self._output(self._robot.hold_command(), True, None, tick)
         command, held = self._dispatch(tick, now)
         if self.state == State.STOPPING:
-            command, held = self._session.return_command(), False
+            command, held = self._session.return_command(now), False
         elif self.state == State.FAULT:
             command, held = None, False
         return self._output(command, held, self._maybe_request(now), tick)

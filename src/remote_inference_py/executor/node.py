@@ -263,7 +263,8 @@ class ExecutorNode(Node):
         self.hardware = Hardware.from_message(msg)
         if msg.state == 'fault':
             with self.lock:
-                self.core.on_actuation_failed(f'hardware interface fault: {msg.message}')
+                self.core.on_actuation_failed(f'hardware interface fault: {msg.message}',
+                                              time.monotonic())
 
     def on_presence(self, msg, candidate=None):
         """Note a presence sample of the server (another instance loses the admitted one)."""

@@ -47,6 +47,9 @@ from dataclasses import dataclass
 import enum
 import re
 
+from remote_inference_py.common.settings import check_settings, setting_of
+from remote_inference_py.executor.config import NodeSettings
+
 QUESTION = 'question'
 SUBTASK = 'subtask'
 STEERING = 'steering'
@@ -102,11 +105,15 @@ def _literal(text: str) -> str:
 
 @dataclass(frozen=True)
 class QuerySettings:
-    """Limits of a query (the executor's parameters query_*)."""
+    """Limits of a query: the executor's parameters, checked as they are (config.py)."""
 
-    max_text_chars: int = 1000
-    answer_timeout_s: float = 30.0
-    steering_period_s: float = 5.0
+    max_text_chars: int = setting_of(NodeSettings, 'query_max_text_chars')
+    answer_timeout_s: float = setting_of(NodeSettings, 'query_answer_timeout_s')
+    steering_period_s: float = setting_of(NodeSettings, 'steering_period_s')
+
+    def __post_init__(self):
+        """Check each value as its parameter is checked; errors name both."""
+        check_settings(self)
 
 
 def refusal(kind: str, text: str, *, offered, admitted: bool, state: str, server_lost: bool,

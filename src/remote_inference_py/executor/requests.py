@@ -181,10 +181,6 @@ class RequestTable:
             self.close(request_id, closure)
         return closed
 
-    def forget_in_flight(self) -> None:
-        """Drop the requests in flight without a reason (the executor has ended)."""
-        self._in_flight.clear()
-
     def expire(self, now: float, timeout_s: float) -> list:
         """Close every request in flight for longer than `timeout_s`; return their ids."""
         expired = [r.request_id for r in self._in_flight.values()

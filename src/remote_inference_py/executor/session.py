@@ -43,10 +43,12 @@ The rules:
   motion restarts only from a chunk computed on a capture taken after it, and the grace runs
   from then. Server loss observed while paused faults the query's session (the usual way
   home).
-- The end. `stop(now)` and `fault(reason, now)` close the requests still in flight as of
-  `now`. Before motion they end at once; while moving they return home when that is
-  configured and safe (`Hold.can_return`), else end at once naming why the return was
-  skipped. A fault during the return still ends home, in FAULT.
+- The end. `stop(now)`, `fault(reason, now)` and every other way to a terminal state
+  (`end(state, message, now)`: an actuation failure, the arrival home) close the requests
+  still in flight as abandoned at shutdown at `now`. Before motion they end at once; while
+  moving they return home when that is configured and safe (`Hold.can_return`), else end at
+  once naming why the return was skipped. A fault during the return still ends home, in
+  FAULT.
 """
 
 import numpy as np
@@ -136,7 +138,8 @@ class Session:
             self.fault('server lost during a query' + (f' ({why})' if why else '')
                        + ': the answer cannot come and this session does not resume', now)
         elif self.state == State.READY:
-            self.end(State.FAULT, 'server lost before start' + (f': {why}' if why else ''))
+            self.end(State.FAULT, 'server lost before start' + (f': {why}' if why else ''),
+                     now)
         elif self.state in MOVING:
             head = f'{why}; ' if why else ''
             self._status.message = f'server lost: {head}this session does not resume'
@@ -205,7 +208,7 @@ class Session:
     def stop(self, now: float) -> None:
         """Stop on user request at `now`: return home if configured, then STOPPED."""
         if self.state in (State.IDLE, State.READY):
-            self.end(State.STOPPED, 'stopped before motion')
+            self.end(State.STOPPED, 'stopped before motion', now)
         elif self.state in MOVING:
             self._shut_down(False, 'stop requested', now)
 
@@ -215,41 +218,46 @@ class Session:
             self._status.message = self._return.fault(reason)
             self._status.event(self._status.message)
         elif self.state in (State.IDLE, State.READY):
-            self.end(State.FAULT, reason)
+            self.end(State.FAULT, reason, now)
         elif self.state in MOVING:
             self._shut_down(True, reason, now)
 
-    def return_command(self) -> np.ndarray:
+    def return_command(self, now: float) -> np.ndarray:
         """Return the next point of the speed-limited path home (STOPPING); end on arrival."""
         home = self._return
         command, arrived, event = home.next_command(self._robot, self.config)
         self._status.event(event)
         self._counters.add('return_ticks')
         if arrived:
-            self.end(State.FAULT if home.faulted else State.STOPPED, home.message(arrived=True))
+            self.end(State.FAULT if home.faulted else State.STOPPED, home.message(arrived=True),
+                     now)
         self._robot.dispatched(command)
         return command
 
-    def end(self, state: State, message: str) -> None:
-        """Enter the terminal `state` at once: nothing planned, nothing in flight."""
+    def end(self, state: State, message: str, now: float) -> None:
+        """Enter the terminal `state` at `now`: nothing planned, nothing in flight."""
+        self._abandon(now)
         self.paused = False
         self._timeline.clear()
-        self._requests.forget_in_flight()
         self._status.set(state, message)
+
+    def _abandon(self, now: float) -> None:
+        """Close the requests still in flight as abandoned at shutdown at `now`."""
+        abandoned = self._requests.close_all(Closure(Closed.SHUTDOWN, now))
+        if abandoned:
+            self._status.event(f'{requests_text(abandoned)} abandoned at shutdown at t={now:.3f}')
 
     def _shut_down(self, faulted: bool, reason: str, now: float) -> None:
         """Leave RUNNING or WAITING at `now`: return home when possible, else end at once."""
         self.paused = False
-        abandoned = self._requests.close_all(Closure(Closed.SHUTDOWN, now))
-        if abandoned:
-            self._status.event(f'{requests_text(abandoned)} abandoned at shutdown at t={now:.3f}')
+        self._abandon(now)
         self._timeline.clear()
         self._robot.waiting_since = None
         outcome = State.FAULT if faulted else State.STOPPED
         if not self._robot.can_return(self.config):
             skipped = ('' if not self.config.return_to_initial_position
                        else '; return to the initial position skipped (unhealthy)')
-            self.end(outcome, f'{"fault: " if faulted else ""}{reason}{skipped}')
+            self.end(outcome, f'{"fault: " if faulted else ""}{reason}{skipped}', now)
             return
         self._return = ReturnHome(faulted, reason)
         self._status.set(State.STOPPING, self._return.message(arrived=False))

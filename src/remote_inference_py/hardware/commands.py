@@ -251,7 +251,7 @@ class ShutdownTimer:
     for ``quiet_s`` (counted from the later of ``started`` and the last command).
     """
 
-    def __init__(self, started: float, grace_s: float, quiet_s: float = 0.5):
+    def __init__(self, started: float, grace_s: float, quiet_s: float):
         """Start the timer."""
         self.started = float(started)
         self.grace_s = max(0.0, float(grace_s))

@@ -13,29 +13,35 @@
 # limitations under the License.
 
 """
-The hardware interface's settings as one frozen, validated dataclass (no ROS).
+The hardware interface's settings as one frozen, validated dataclass, and its parts (no ROS).
 
 Each field of :class:`HardwareConfig` is one parameter of the node, declared once here with
 :func:`~remote_inference_py.common.settings.setting` (type, default, unit, range or choices,
 description, live or not); the node's parameters and the README's table come from it. The
 checks a range cannot express (a port for the servo bus, one motor id and one limit per
-joint, ...) raise ValueError naming the parameter. From it come the worker thread's settings
-(:meth:`HardwareConfig.runner_settings`), the servo bus's
-(:meth:`HardwareConfig.feetech_bus`) and the simulation's (:meth:`HardwareConfig.sim_config`).
-The live fields apply from the next command.
+joint, ...) raise ValueError naming the parameter. The live fields apply from the next command.
+
+From it come the worker thread's settings (:class:`RunnerSettings`,
+:meth:`HardwareConfig.runner_settings`), the servo bus's (:class:`FeetechBusConfig`,
+:meth:`HardwareConfig.feetech_bus`) and the simulation's (:class:`SimConfig`,
+:meth:`HardwareConfig.sim_config`). They live here, below the declaration, because each of
+their fields that is a parameter is :func:`~remote_inference_py.common.settings.setting_of`
+it (and :func:`~remote_inference_py.common.settings.built_from` hands it the parameter's
+value): a tool or a test that builds one directly gets the parameter's default and range, and
+neither can drift. Their other fields (the servo model, the sim's mesh grid, ...) are theirs.
 """
 
 import dataclasses
-from typing import Optional, Tuple
+import math
+from typing import Mapping, Optional, Tuple, Union
 
-from remote_inference_py.common.settings import check_settings, live_names, setting
+from remote_inference_py.common.settings import (
+    built_from, check_settings, live_names, setting, setting_of)
 from remote_inference_py.hardware.backend import BACKENDS
 from remote_inference_py.hardware.cameras import (
     CameraConfig, CameraConfigError, DEFAULT_STALL_TIMEOUT_S, parse_cameras)
-from remote_inference_py.hardware.runner import RunnerSettings
-from remote_inference_py.hardware.sim import SimConfig
-from remote_inference_py.robot.calibration import MAX_MOTOR_ID
-from remote_inference_py.robot.control_table import BAUDRATE_TABLE
+from remote_inference_py.robot.calibration import Calibration, MAX_MOTOR_ID
+from remote_inference_py.robot.control_table import BAUDRATE_TABLE, MODELS
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 COMMAND_FORMATS = ('joint_state', 'float64_multi_array')
@@ -46,6 +52,9 @@ BAUDRATES = tuple(sorted(BAUDRATE_TABLE))
 
 UNSET_AS_NONE = ('joint_lower_limits', 'joint_upper_limits', 'sim_initial_positions')
 """List fields whose empty value means "the backend's own" (stored as None)."""
+
+SHUTDOWN_QUIET_S = 0.5
+"""A stopping driver stops applying commands once none arrived for this long [s]."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +102,7 @@ class HardwareConfig:
         True, 'Configure and activate at startup; otherwise use the lifecycle services.')
     shutdown_grace_s: float = setting(
         10.0, 'On stop, keep applying commands for up to this long, until none arrives for '
-        '0.5 s.', unit='s', low=0.0, high=60.0, live=True)
+        f'{SHUTDOWN_QUIET_S} s.', unit='s', low=0.0, high=60.0, live=True)
     disable_torque_on_shutdown: bool = setting(
         True, 'Switch torque off when disconnecting (feetech).', live=True)
     disable_torque_on_fault: bool = setting(
@@ -182,33 +191,149 @@ class HardwareConfig:
         except CameraConfigError as error:
             raise ValueError(f"parameter 'cameras': {error}") from None
 
-    def runner_settings(self) -> RunnerSettings:
+    def runner_settings(self) -> 'RunnerSettings':
         """Return the worker thread's timing and safety settings."""
-        return RunnerSettings(
-            publish_rate_hz=self.publish_rate_hz, command_timeout_s=self.command_timeout_s,
-            shutdown_grace_s=self.shutdown_grace_s,
-            disable_torque_on_shutdown=self.disable_torque_on_shutdown,
-            disable_torque_on_fault=self.disable_torque_on_fault)
+        return built_from(self, RunnerSettings)
 
-    def feetech_bus(self):
-        """Return the servo bus's configuration (backend feetech; imports the servo SDK)."""
-        from remote_inference_py.hardware.feetech import FeetechBusConfig
-        return FeetechBusConfig(
-            port=self.port, motors=tuple(zip(self.joint_names, self.motor_ids)),
-            baudrate=self.baudrate, retries=self.bus_retries,
-            max_consecutive_failures=self.max_consecutive_failures,
-            latency_timer_ms=self.latency_timer_ms)
+    def feetech_bus(self) -> 'FeetechBusConfig':
+        """Return the servo bus's configuration (backend feetech)."""
+        return built_from(self, FeetechBusConfig, port=self.port,
+                          motors=tuple(zip(self.joint_names, self.motor_ids)))
 
-    def sim_config(self) -> SimConfig:
-        """Return the simulated arm's settings (backend sim)."""
-        return SimConfig(
-            joint_names=self.joint_names, initial_positions=self.sim_initial_positions,
-            render=self.sim_render and bool(self.sim_cameras), cameras=self.sim_cameras,
-            width=self.sim_image_width, height=self.sim_image_height,
-            camera_rate_hz=self.sim_camera_rate_hz, cube_seed=self.sim_cube_seed,
-            real_time_factor=self.sim_real_time_factor,
-            simplify_meshes=self.sim_simplify_meshes)
+    def sim_config(self) -> 'SimConfig':
+        """Return the simulated arm's settings (backend sim); no camera named: no rendering."""
+        return built_from(self, SimConfig, joint_names=self.joint_names,
+                          render=self.sim_render and bool(self.sim_cameras))
 
 
 LIVE_FIELDS = live_names(HardwareConfig)
 """Fields that may change while running (they apply from the next command)."""
+
+
+# The parts built from it; each field that is a parameter is setting_of it.
+
+@dataclasses.dataclass(frozen=True)
+class RunnerSettings:
+    """Timing and safety settings of the worker thread (``hardware/runner.py``)."""
+
+    publish_rate_hz: float = setting_of(HardwareConfig, 'publish_rate_hz')
+    command_timeout_s: float = setting_of(HardwareConfig, 'command_timeout_s')
+    shutdown_grace_s: float = setting_of(HardwareConfig, 'shutdown_grace_s')
+    shutdown_quiet_s: float = SHUTDOWN_QUIET_S
+    disable_torque_on_shutdown: bool = setting_of(HardwareConfig, 'disable_torque_on_shutdown')
+    disable_torque_on_fault: bool = setting_of(HardwareConfig, 'disable_torque_on_fault')
+
+    def __post_init__(self):
+        """Check the parameters' values as the parameters are checked, then the quiet time."""
+        check_settings(self)
+        if not self.shutdown_quiet_s >= 0:
+            raise ValueError(f'shutdown_quiet_s must be >= 0, got {self.shutdown_quiet_s!r}')
+
+
+@dataclasses.dataclass(frozen=True)
+class FeetechBusConfig:
+    """Static configuration of one servo bus (``hardware/feetech.py``).
+
+    ``motors`` maps motor names to bus ids, in the bus order (a mapping or ``(name, id)``
+    pairs). ``retries`` is the number of extra attempts per operation (``bus_retries``).
+    ``latency_timer_ms`` is the USB adapter latency the packet timeout allows for, as in the
+    SDK (timeout = bytes on the wire + 2 x latency + 2 ms); the SDK's 16 ms suits FTDI
+    adapters at their default latency timer, 1-2 ms suits CH340/CH343 boards.
+    ``bounded_wait`` False uses the SDK's stock busy-polling PortHandler (benchmarks only).
+    """
+
+    port: str
+    motors: Union[Mapping[str, int], Tuple[Tuple[str, int], ...]]
+    model: str = 'sts3215'
+    baudrate: int = setting_of(HardwareConfig, 'baudrate')
+    retries: int = setting_of(HardwareConfig, 'bus_retries')
+    max_consecutive_failures: int = setting_of(HardwareConfig, 'max_consecutive_failures')
+    latency_timer_ms: float = setting_of(HardwareConfig, 'latency_timer_ms')
+    bounded_wait: bool = True
+    raise_on_status_error: bool = True
+
+    def __post_init__(self):
+        """Validate every field; errors name the field and value."""
+        check_settings(self)
+        pairs = tuple(self.motors.items() if isinstance(self.motors, Mapping) else self.motors)
+        object.__setattr__(self, 'motors', pairs)
+        if not isinstance(self.port, str) or not self.port:
+            raise ValueError(f'port must be a non-empty path, got {self.port!r}')
+        if not pairs:
+            raise ValueError('motors must name at least one motor')
+        names, ids = set(), set()
+        for pair in pairs:
+            if len(pair) != 2:
+                raise ValueError(f'motors entry {pair!r} is not a (name, id) pair')
+            name, motor_id = pair
+            if not isinstance(name, str) or not name:
+                raise ValueError(f'motor name {name!r} is not a non-empty string')
+            if name in names:
+                raise ValueError(f'motor {name!r} is configured twice')
+            if isinstance(motor_id, bool) or not isinstance(motor_id, int) or not (
+                    0 <= motor_id <= MAX_MOTOR_ID):
+                raise ValueError(f'motor {name!r}: id {motor_id!r} is not in 0..{MAX_MOTOR_ID}')
+            if motor_id in ids:
+                raise ValueError(f'motor {name!r}: id {motor_id} is used by another motor')
+            names.add(name)
+            ids.add(motor_id)
+        if self.model not in MODELS:
+            raise ValueError(f'unknown servo model {self.model!r}; known: {", ".join(MODELS)}')
+
+    @classmethod
+    def so101(cls, port: str, **kwargs) -> 'FeetechBusConfig':
+        """Return the configuration of an SO-101 arm: LeRobot's joint names on ids 1..6."""
+        return cls(port=port, motors=tuple(
+            (name, index + 1) for index, name in enumerate(SO101_JOINT_NAMES)), **kwargs)
+
+    @classmethod
+    def from_calibration(cls, port: str, calibration: Calibration,
+                         **kwargs) -> 'FeetechBusConfig':
+        """Return a configuration with the motor names and ids of a calibration."""
+        return cls(port=port, motors=tuple(calibration.ids.items()), **kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class SimConfig:
+    """Settings of the simulated arm and its cameras (``hardware/sim.py``).
+
+    ``initial_positions`` [rad] in ``joint_names`` order (None: the model's zero pose);
+    ``cameras`` are camera names of the model; ``cube_seed`` -1 puts the cube at its fixed
+    position, >= 0 draws it uniformly in ``sim.CUBE_SAMPLING_BOUNDS`` with that seed.
+    ``mesh_cell_m`` is the grid the visual meshes are simplified on; a caller behind by more
+    than ``max_catch_up_s`` skips the lost time.
+    """
+
+    joint_names: Tuple[str, ...]
+    initial_positions: Optional[Tuple[float, ...]] = setting_of(
+        HardwareConfig, 'sim_initial_positions')
+    render: bool = setting_of(HardwareConfig, 'sim_render')
+    cameras: Tuple[str, ...] = setting_of(HardwareConfig, 'sim_cameras')
+    width: int = setting_of(HardwareConfig, 'sim_image_width')
+    height: int = setting_of(HardwareConfig, 'sim_image_height')
+    camera_rate_hz: float = setting_of(HardwareConfig, 'sim_camera_rate_hz')
+    cube_seed: int = setting_of(HardwareConfig, 'sim_cube_seed')
+    real_time_factor: float = setting_of(HardwareConfig, 'sim_real_time_factor')
+    simplify_meshes: bool = setting_of(HardwareConfig, 'sim_simplify_meshes')
+    mesh_cell_m: float = 0.004
+    max_catch_up_s: float = 0.25
+
+    def __post_init__(self):
+        """Validate every field; errors name the field."""
+        check_settings(self)
+        object.__setattr__(self, 'joint_names', tuple(self.joint_names))
+        values = self.initial_positions
+        if values is not None:
+            if len(values) != len(self.joint_names):
+                raise ValueError(f'{len(values)} initial positions for '
+                                 f'{len(self.joint_names)} joints')
+            if not all(math.isfinite(v) for v in values):
+                raise ValueError(f'initial positions {values} are not all finite')
+        if not self.joint_names:
+            raise ValueError('joint_names must name at least one joint')
+        if self.render and not self.cameras:
+            raise ValueError('render is on but no camera is named')
+        for field in ('mesh_cell_m', 'max_catch_up_s'):
+            value = getattr(self, field)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f'{field} must be > 0, got {value!r}')

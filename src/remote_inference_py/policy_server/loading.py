@@ -24,6 +24,7 @@ Which runtime serves a checkpoint, and loading it: the runtime registry (no ROS)
 ``python``          ``package.module:factory``; ``factory(options)`` returns a runtime
 ==================  ======================================================================
 
+The names are the choices of the ``policy_type`` setting (:data:`.config.POLICY_TYPES`).
 ``policy_type: auto`` picks from the checkpoint: none -> demo, ``.pt2`` -> torch_export
 (flow_matching when its manifest says ``policy: flow_matching``),
 ``.pt``/``.ts``/``.jit``/``.torchscript`` -> torchscript, a directory holding LeRobot's
@@ -41,11 +42,12 @@ with code 2.
 import dataclasses
 import importlib
 import pathlib
-import re
 import sys
 import time
 from typing import Any, Callable, Dict, Optional
 
+from remote_inference_py.contract.checkpoint import (
+    is_hub_id, TORCH_EXPORT_SUFFIX, TORCHSCRIPT_SUFFIXES)
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import PolicyServerCore
 from remote_inference_py.policy_server.manifest import (
@@ -55,17 +57,13 @@ from remote_inference_py.policy_server.runtimes import (
 from remote_inference_py.policy_server.topics import resolve_topics
 from remote_inference_py.robot.calibration import Calibration
 
-POLICY_TYPES = ('auto', 'demo', 'torchscript', 'torch_export', 'flow_matching', 'lerobot',
-                'python')
-TORCHSCRIPT_SUFFIXES = ('.pt', '.ts', '.jit', '.torchscript')
-
 
 def infer_policy_type(checkpoint: str) -> str:
     """Pick the runtime for ``checkpoint`` (policy_type auto)."""
     if not checkpoint:
         return 'demo'
     path = pathlib.Path(checkpoint)
-    if path.suffix == '.pt2':
+    if path.suffix == TORCH_EXPORT_SUFFIX:
         return 'torch_export'
     if path.suffix in TORCHSCRIPT_SUFFIXES:
         return 'torchscript'
@@ -73,9 +71,8 @@ def infer_policy_type(checkpoint: str) -> str:
         return 'lerobot'
     if path.is_dir() and (path / 'model.pt2').is_file():
         return 'torch_export'
-    if not path.exists() and re.fullmatch(r'[\w.-]+/[\w.-]+', checkpoint) \
-            and not checkpoint.startswith(('.', '/')):
-        return 'lerobot'   # a Hugging Face Hub repo id
+    if is_hub_id(checkpoint):
+        return 'lerobot'
     if not path.exists():
         raise RuntimeLoadError(f'checkpoint {checkpoint!r} does not exist')
     raise RuntimeLoadError(
@@ -85,10 +82,11 @@ def infer_policy_type(checkpoint: str) -> str:
 
 
 def load_runtime(options: RuntimeOptions) -> PolicyRuntime:
-    """Load the policy the options describe; RuntimeLoadError names what is wrong."""
-    if options.policy_type not in POLICY_TYPES:
-        raise RuntimeLoadError(f'policy_type {options.policy_type!r} is not one of '
-                               f'{", ".join(POLICY_TYPES)}')
+    """Load the policy the options describe; RuntimeLoadError names what is wrong.
+
+    ``options.policy_type`` is one of the setting's choices (:data:`.config.POLICY_TYPES`):
+    the options checked it when they were made.
+    """
     check_device_name(options.device)
     kind = options.policy_type
     if kind == 'auto':

@@ -55,7 +55,7 @@ A manifest is a small JSON or YAML file (``model.pt2`` + ``model.json``; see
         model_shape: [3, 96, 128]
         resize: any                      # frames of any height x width are resized (below)
         interpolation: torch_bilinear    # how: torch_bilinear or pillow_bilinear (default)
-        convert_mono: true               # mono8 / greyscale frames are accepted (default: no)
+        convert_encodings: [mono8]       # also take these, converted (default: rgb8 only)
 
 Image sizes. With ``resize: fixed`` (the default) a frame must be exactly ``shape``'s height
 and width, and is resized to ``model_shape`` when that differs; with ``resize: any`` a frame
@@ -68,10 +68,13 @@ pixel under it when shrinking) or ``torch_bilinear`` (``torch.nn.functional.inte
 inference server does, ``resize_robot_observation_image``). Depth is always resized by the
 nearest sample (no invented depths at edges).
 
-Encodings. A colour feature takes rgb8, bgr8, rgba8 and bgra8 frames (reordering channels loses
-nothing); a mono8 (or greyscale JPEG/PNG) frame on a 3-channel feature is refused by name
-unless ``convert_mono: true`` (or the server's ``convert_mono_to_rgb`` parameter) allows it:
-the grey value is then repeated in the three channels, and the server says so once in its log.
+Encodings. A 3-channel colour feature takes rgb8 frames (and colour JPEG/PNG), a 1-channel
+one mono8 (and greyscale JPEG/PNG). A frame in another encoding is refused by name, unless the
+feature's ``convert_encodings`` (or the server's parameter of that name, for every 3-channel
+colour feature) lists it: bgr8 (channels reordered), rgba8 or bgra8 (alpha dropped; an RGBA
+PNG counts as rgba8) or mono8 (a greyscale JPEG/PNG too: the grey value repeated in the three
+channels). The server then says once in its log which frames it converts. ``convert_mono:
+true``, the older spelling, is ``convert_encodings: [mono8]``.
 
 The model is called as ``model(*inputs)`` with one float32 tensor per feature, in the order of
 ``features``: ``[batch, *model_shape]``, or ``[batch, history, *model_shape]`` when
@@ -112,6 +115,13 @@ RESIZE_MODES = ('fixed', 'any')
 """``fixed``: frames must be the declared size; ``any``: frames of any size are resized."""
 INTERPOLATIONS = ('pillow_bilinear', 'torch_bilinear')
 """How colour frames are resized (see the module docstring)."""
+ENCODING_CONVERSIONS = {
+    'bgr8': 'channels reordered',
+    'rgba8': 'alpha dropped',
+    'bgra8': 'channels reordered, alpha dropped',
+    'mono8': 'grey repeated in 3 channels',
+}
+"""Encodings a 3-channel colour feature takes besides rgb8 where allowed, and how converted."""
 PRIVILEGED_MESSAGES = ('std_msgs/Float64MultiArray', 'geometry_msgs/PoseStamped')
 JOINT_SUFFIX = '.pos'
 EPSILON = 1e-8
@@ -240,7 +250,7 @@ class FeatureSpec:
     message: str = ''
     resize: str = 'fixed'
     interpolation: str = 'pillow_bilinear'
-    convert_mono: bool = False
+    convert_encodings: Tuple[str, ...] = ()   # taken besides the declared one, converted
 
     @property
     def resizes(self) -> bool:
@@ -304,8 +314,8 @@ class FeatureSpec:
             out['resize'] = self.resize
         if self.interpolation != 'pillow_bilinear':
             out['interpolation'] = self.interpolation
-        if self.convert_mono:
-            out['convert_mono'] = True
+        if self.convert_encodings:
+            out['convert_encodings'] = list(self.convert_encodings)
         if self.message:
             out['message'] = self.message
         return out
@@ -410,11 +420,12 @@ def _feature_from_dict(data: Any, index: int, semantics: str) -> FeatureSpec:
     model_dtype = 'float32'
     depth_range = None
     message = ''
-    resize, interpolation, convert_mono = 'fixed', 'pillow_bilinear', False
+    resize, interpolation = 'fixed', 'pillow_bilinear'
     if kind not in ('rgb', 'depth') and any(
-            key in data for key in ('resize', 'interpolation', 'convert_mono')):
-        raise ManifestError(f'{where}: resize, interpolation and convert_mono apply to image '
-                            'features only')
+            key in data for key in ('resize', 'interpolation', 'convert_encodings',
+                                    'convert_mono')):
+        raise ManifestError(f'{where}: resize, interpolation and convert_encodings apply to '
+                            'image features only')
     if kind in ('state', 'privileged'):
         if len(shape) != 1:
             raise ManifestError(f'{where}: shape of a {kind} feature must be [n], got '
@@ -491,20 +502,34 @@ def _feature_from_dict(data: Any, index: int, semantics: str) -> FeatureSpec:
         if interpolation not in INTERPOLATIONS:
             raise ManifestError(f'{where}: interpolation {interpolation!r} is not one of '
                                 f'{", ".join(INTERPOLATIONS)}')
-        convert_mono = data.get('convert_mono', False)
-        if not isinstance(convert_mono, bool) or (convert_mono and (
-                kind != 'rgb' or channels != 3)):
-            raise ManifestError(f'{where}: convert_mono is true or false, and true only on an '
-                                f'rgb feature with 3 channels, got {convert_mono!r}')
+    convert = _convert_encodings(data, kind, shape, where)
     normalization = Normalization.from_dict(data.get('normalization'), where)
     feature = FeatureSpec(name=name, kind=kind, shape=shape, dtype=dtype, names=names,
                           semantics=feature_semantics, model_shape=model_shape, layout=layout,
                           model_dtype=model_dtype, history=history, normalization=normalization,
                           depth_range_m=depth_range, topic=str(data.get('topic', '')),
                           message=message, resize=resize, interpolation=interpolation,
-                          convert_mono=convert_mono)
+                          convert_encodings=convert)
     normalization.check_broadcast(feature.model_shape, where)
     return feature
+
+
+def _convert_encodings(data: Dict[str, Any], kind: str, shape: Tuple[int, ...],
+                       where: str) -> Tuple[str, ...]:
+    """Return a feature's ``convert_encodings`` (``convert_mono: true`` adds mono8)."""
+    convert_mono = data.get('convert_mono', False)
+    if not isinstance(convert_mono, bool):
+        raise ManifestError(f'{where}: convert_mono is true or false, got {convert_mono!r}')
+    value = data.get('convert_encodings', [])
+    if not isinstance(value, (list, tuple)) or any(
+            e not in ENCODING_CONVERSIONS for e in value):
+        raise ManifestError(f'{where}: convert_encodings must list encodings among '
+                            f'{", ".join(ENCODING_CONVERSIONS)}, got {value!r}')
+    convert = tuple(dict.fromkeys([*value, *(['mono8'] if convert_mono else [])]))
+    if convert and (kind != 'rgb' or shape[2] != 3):
+        raise ManifestError(f'{where}: convert_encodings (or convert_mono) applies to rgb '
+                            f'features with 3 channels only, got {kind} {list(shape)}')
+    return convert
 
 
 def spec_from_dict(data: Any, source: str = 'manifest') -> PolicySpec:

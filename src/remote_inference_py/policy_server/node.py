@@ -84,7 +84,9 @@ no usable observation within ``observation_wait_s``, a failed forward pass, a no
 output, pushed out of a full queue). A session's requests are served in order, one at a time;
 beyond what the client keeps in flight (``max_requests_per_client`` at most) a newer request
 replaces the oldest one still waiting, which is answered at once with an error headed
-``superseded`` (one in flight) or ``dropped from a full queue`` (counted as superseded).
+``superseded`` (one in flight) or ``dropped from a full queue`` (counted as superseded). The
+warning that a request was not served is throttled per robot and kind of error
+(:data:`.queues.ANSWER_KINDS`).
 
 Three test and benchmark knobs, all 0 in production: ``extra_latency_s`` holds every answer
 back that long after it is computed, without holding up serving (a slow link or a remote
@@ -176,7 +178,7 @@ class PolicyServerNode(Node):
         self.runtime, self.core, self.topics = loaded.runtime, loaded.core, loaded.topics
         self.text = loaded.text
         self.text_worker = TextWorker(self.text, self.scheduler_text_inputs,
-                                      self.config.observation_wait_s,
+                                      lambda: self.core.settings.observation_wait_s,
                                       extra_s=lambda: self.core.settings.extra_text_s)
         self.scheduler = Scheduler(
             self.core, self.publish_answer, inline=loaded.inline, rejected=self._rejected,
@@ -443,10 +445,9 @@ class PolicyServerNode(Node):
                      timings.postprocess_ms), instance_id=self.instance_id,
             session_refused=answer.session_refused)
         where = f' robot {answer.robot!r}' if answer.robot else ''
-        if answer.error:
-            self.log_throttled('warning', (answer.robot, 'failed', answer.error[:40]),
+        if answer.error:   # throttled per robot and kind of failure
+            self.log_throttled('warning', (answer.robot, 'failed', answer.kind),
                                f'request {answer.request_id}{where} not served: {answer.error}')
-        if answer.error:
             return
         age = (answer.sent_ns - answer.capture_stamp_ns) * 1e-9 if answer.sent_ns else 0.0
         self.get_logger().debug(

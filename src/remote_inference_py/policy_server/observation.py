@@ -156,15 +156,16 @@ class ObservationAssembler:
     """Assemble model inputs for one policy from a robot's stream buffers, by name."""
 
     def __init__(self, spec: PolicySpec, calibration: Optional[Calibration] = None,
-                 rotate_180: Sequence[str] = (), convert_mono: bool = False):
+                 rotate_180: Sequence[str] = (), convert_encodings: Sequence[str] = ()):
         """Prepare unit converters and the list of streams the policy needs.
 
-        ``convert_mono`` (the server's ``convert_mono_to_rgb``) lets every 3-channel colour
-        feature take mono8 frames, as the manifest's ``convert_mono`` does for one feature.
+        ``convert_encodings`` (the server's parameter) lets every 3-channel colour feature take
+        those encodings too, as the manifest's ``convert_encodings`` does for one feature.
         """
-        if convert_mono:
+        if convert_encodings:
             spec = dataclasses.replace(spec, features=tuple(
-                dataclasses.replace(f, convert_mono=True)
+                dataclasses.replace(f, convert_encodings=tuple(dict.fromkeys(
+                    (*f.convert_encodings, *convert_encodings))))
                 if f.kind == 'rgb' and f.channels == 3 else f for f in spec.features))
         self.spec = spec
         self._said: set = set()            # conversions already announced (see image_sample)

@@ -30,9 +30,11 @@ not taken into a forward pass yet and decides which of them are answered without
 - the requests still waiting for a session that admission releases are answered ``session
   released``, marked ``session_refused``.
 
-It counts what it decides (``superseded``, ``repeated``, ``retried``) in the core's
-:class:`.timings.ActivityStats`; everything else about the requests (admission, observation,
-the forward pass) is the core's.
+Every error answer carries its ``kind`` (one of :data:`ANSWER_KINDS`, named where it is
+made): what went wrong, as the node throttles its warnings by it. It counts what it decides
+(``superseded`` for both kinds of push-out, ``released``, ``repeated``, ``retried``) in the
+core's :class:`.timings.ActivityStats`; everything else about the requests (admission,
+observation, the forward pass) is the core's.
 """
 
 import collections
@@ -48,6 +50,14 @@ from remote_inference_py.policy_server.timings import ActivityStats, RequestTimi
 SUPERSEDED = 'superseded'
 DROPPED = 'dropped from a full queue'
 SESSION_RELEASED = 'session released'
+REFUSED = 'refused'            # a session this instance does not serve, or a malformed request
+OBSERVATION = 'observation'    # stale, missing or unusable observation
+PREPROCESSING = 'preprocessing'
+INFERENCE = 'inference'        # the forward pass failed, or the work around it
+OUTPUT = 'output'              # the policy's output could not be converted
+ANSWER_KINDS = (SUPERSEDED, DROPPED, SESSION_RELEASED, REFUSED, OBSERVATION, PREPROCESSING,
+                INFERENCE, OUTPUT)
+"""The kinds of error answer (a chunk has none); failures are counted by kind too."""
 RECENT_REQUEST_IDS = 64
 """Request ids remembered per session: one of them arriving again is a repeat."""
 
@@ -91,6 +101,7 @@ class Answer:
     batch_size: int = 0
     sent_ns: int = 0
     session_refused: bool = False   # this instance does not serve the session: never retry
+    kind: str = ''                  # of an error answer: one of ANSWER_KINDS
 
 
 def _request_order(job: Job) -> int:
@@ -114,11 +125,12 @@ class RequestQueues:
         self._recent_ids: Dict[str, collections.deque] = {}
         self._last_answer: Dict[str, Answer] = {}
 
-    def error(self, request: Request, message: str, session_refused: bool = False) -> Answer:
-        """Return the error answer to ``request``."""
+    def error(self, request: Request, kind: str, message: str,
+              session_refused: bool = False) -> Answer:
+        """Return the error answer of ``kind`` (one of ANSWER_KINDS) to ``request``."""
         return Answer(request.robot, request.session_id, request.request_id,
                       self.joint_names, self.step_period, error=message,
-                      sent_ns=request.sent_ns, session_refused=session_refused)
+                      sent_ns=request.sent_ns, session_refused=session_refused, kind=kind)
 
     # ---- sessions -----------------------------------------------------------------------
 
@@ -135,32 +147,35 @@ class RequestQueues:
         return answers
 
     def _released(self, request: Request) -> Answer:
-        self.stats.count('superseded')
-        return self.error(request, f'{SESSION_RELEASED}: session {request.session_id} was '
-                                   f'released before request {request.request_id} was '
-                                   'served', session_refused=True)
+        self.stats.count('released')
+        return self.error(request, SESSION_RELEASED,
+                          f'{SESSION_RELEASED}: session {request.session_id} was released '
+                          f'before request {request.request_id} was served',
+                          session_refused=True)
 
     # ---- requests in ----------------------------------------------------------------------
 
     def add(self, request: Request, now: float, wait_s: float,
-            default_bound: int) -> Optional[Answer]:
-        """Queue a request of a served session; return an answer to publish now, if any.
+            default_bound: int) -> List[Answer]:
+        """Queue a request of a served session; return the answers to publish now.
 
-        That answer is the error answer of the older request it pushed out of a full queue,
-        or, for a repeat, the answer published for it; None when nothing needs saying yet.
-        ``wait_s`` is how long it may wait for its observation once at the head of its queue;
-        ``default_bound`` the bound of a session that was not opened.
+        Those are the error answers of the older requests it pushed out of a full queue,
+        oldest first, or, for a repeat, the answer published for it; none when nothing needs
+        saying yet. ``wait_s`` is how long it may wait for its observation once at the head
+        of its queue; ``default_bound`` the bound of a session that was not opened.
         """
         recent = self._recent_ids.setdefault(request.session_id,
                                              collections.deque(maxlen=RECENT_REQUEST_IDS))
         if request.request_id in recent:
-            return self._repeated(request)
+            repeated = self._repeated(request)
+            return [] if repeated is None else [repeated]
         recent.append(request.request_id)
         queue = self._pending.setdefault(request.session_id, collections.deque())
         bound = self._bound.get(request.session_id, default_bound)
-        pushed_out = None
+        pushed_out = []
         while len(queue) >= bound:
-            pushed_out = self._pushed_out(queue.popleft().request, bound, request.request_id)
+            pushed_out.append(self._pushed_out(queue.popleft().request, bound,
+                                               request.request_id))
         job = Job(request, now, now + wait_s)
         if queue and queue[-1].request.request_id > request.request_id:
             queue = collections.deque(sorted([*queue, job], key=_request_order))
@@ -205,9 +220,8 @@ class RequestQueues:
             why = (f'request {newer} arrived while {bound} requests of this session waited, '
                    f'request {old} the oldest')
         kind = SUPERSEDED if bound == 1 else DROPPED
-        # The fixed part first: the node throttles its warnings by the head of the text.
-        return self.error(request, f'{kind}: the client keeps {bound} request(s) in flight '
-                                   f'and the newest are served; {why}')
+        return self.error(request, kind, f'{kind}: the client keeps {bound} request(s) in '
+                                         f'flight and the newest are served; {why}')
 
     # ---- requests out ---------------------------------------------------------------------
 

@@ -20,8 +20,10 @@ from its callbacks, and the scheduler hands every answer to one ``publish`` func
 request goes node -> scheduler -> core -> publish and never comes back through the node. The
 scheduler owns
 
-- one lock around the core (:class:`.core.PolicyServerCore` is single-threaded and holds
-  none): every call into the core's bookkeeping is made under it, and each takes microseconds;
+- one lock around the core (:class:`.core.PolicyServerCore` holds none, and its bookkeeping
+  must be called by one thread at a time): every call into the core's bookkeeping is made
+  under it, and each takes microseconds. A text query's observation is selected under it and
+  decoded outside it (:meth:`Scheduler.text_inputs`);
 - the forward pass: at most one at a time, in whichever thread takes the work. It takes the
   ready requests under the lock, runs :meth:`~.core.PolicyServerCore.compute` outside it
   (samples, requests and admissions go on meanwhile), books the result under it again and
@@ -37,8 +39,9 @@ scheduler owns
   (:class:`.delivery.DelayLine`).
 
 Every request gets exactly one answer through ``publish``: a chunk, its refusal, the error of
-a request pushed out of its full queue (published when the newer request arrives), or the
-error of a request whose session admission released. A repeat of a request (same session and
+a request pushed out of its full queue (published when the newer request arrives), the error
+of a request whose session admission released, or the error of a failed pass (whatever
+raised in it, :meth:`.ForwardPass.compute`). A repeat of a request (same session and
 id, see the core's ``on_request``) is no new request: it gets the published answer again, or
 nothing while that answer is still to come.
 """
@@ -53,6 +56,7 @@ from remote_inference_py.policy_server.core import (
 from remote_inference_py.policy_server.delivery import DelayLine
 from remote_inference_py.policy_server.images import InputError
 from remote_inference_py.policy_server.sessions import AdmitResult
+from remote_inference_py.policy_server.text import QueryInputs
 
 IDLE_WAIT_S = 0.5   # the inference thread looks again at least this often
 
@@ -119,10 +123,17 @@ class Scheduler:
         with self._cond:
             return self.core.assembler.take_notes()
 
-    def text_inputs(self, robot: str, session_id: str, earliest_ns: int):
-        """Select a text query's observation with the core, under the lock (see the core)."""
+    def text_inputs(self, robot: str, session_id: str, earliest_ns: int) -> QueryInputs:
+        """Select a text query's observation under the lock; decode it outside (the core's)."""
         with self._cond:
-            return self.core.text_inputs(robot, session_id, earliest_ns)
+            selection, refusal = self.core.select_text(robot, session_id, earliest_ns)
+        if selection is None:
+            return refusal
+        found, rejected = self.core.build_text(robot, selection)
+        if rejected:
+            with self._cond:
+                self.core.mark_rejected(rejected)
+        return found
 
     def on_privileged(self, robot: str, feature: str, stamp_ns: int,
                       values: Sequence[float]) -> Optional[InputError]:
@@ -132,11 +143,11 @@ class Scheduler:
     def on_request(self, request: Request) -> None:
         """Queue a request; publish at once what must be said now, serve it if ready."""
         with self._cond:
-            answer = self.core.on_request(request)
+            answers = self.core.on_request(request)
             work = self._take_inline()
             if work is None and self.core.pending_count():
                 self._cond.notify()   # a new deadline for the inference thread
-        if answer is not None:
+        for answer in answers:
             self._send_now(answer)
         if work is not None:
             self._serve(work)

@@ -22,18 +22,21 @@ GPU they share it). The session that asked holds its arm and sends no requests m
 
 A query is refused at once, by name, when the runtime does not offer its kind (a runtime
 without text generation offers none), when its text is empty or longer than ``max_text_chars``,
-or when the session is unknown. Otherwise the worker waits up to ``observation_wait_s`` for an
-observation captured at or after the query's earliest capture stamp (as a request does), then
-calls the runtime's ``generate_text`` with the model inputs of that observation.
-``extra_s()`` (the server's ``extra_text_s``, a test and benchmark knob, 0 in production)
-makes each answer that much slower, as a slower text model would (counted in generate_ms).
+or when the session is not served here (``take_inputs`` says so: :attr:`QueryInputs.refused`).
+Otherwise the worker waits up to ``observation_wait_s`` for an observation captured at or
+after the query's earliest capture stamp (as a request does), then calls the runtime's
+``generate_text`` with the model inputs of that observation. Both knobs are read at every
+query, so a live change applies to the next one: ``wait_s()`` (the server's
+``observation_wait_s``) and ``extra_s()`` (its ``extra_text_s``, a test and benchmark knob, 0
+in production, which makes each answer that much slower, as a slower text model would;
+counted in generate_ms).
 """
 
 import dataclasses
 import queue
 import threading
 import time
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional, Union
 
 from remote_inference_py.policy_server.runtimes import PolicyRuntime, TextAnswer
 
@@ -51,6 +54,16 @@ class AskJob:
     text: str
     task: str
     earliest_ns: int
+
+
+@dataclasses.dataclass(frozen=True)
+class QueryInputs:
+    """What ``take_inputs`` found for a query: the model inputs, or why there are none."""
+
+    inputs: Optional[dict] = None
+    capture_ns: int = 0   # of the observation the inputs are made of
+    why: str = ''
+    refused: bool = False   # the session is not served here: waiting cannot help
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,14 +99,19 @@ class TextWorker:
     """Answer queries on a thread of its own (see the module docstring)."""
 
     def __init__(self, runtime: PolicyRuntime,
-                 take_inputs: Callable[[str, str, int], Tuple[Optional[dict], int, str]],
-                 observation_wait_s: float, clock: Callable[[], float] = time.monotonic,
+                 take_inputs: Callable[[str, str, int], QueryInputs],
+                 wait_s: Union[float, Callable[[], float]],
+                 clock: Callable[[], float] = time.monotonic,
                  extra_s: Callable[[], float] = lambda: 0.0):
-        """Answer with ``runtime``; ``take_inputs(robot, session, earliest_ns)`` selects."""
+        """Answer with ``runtime``; ``take_inputs(robot, session, earliest_ns)`` selects.
+
+        ``wait_s``: how long a query waits for its observation [s], or a function that says
+        it at every query (the node's live ``observation_wait_s``).
+        """
         self.runtime = runtime
         self.extra_s = extra_s
         self.take_inputs = take_inputs
-        self.observation_wait_s = observation_wait_s
+        self.wait_s = wait_s if callable(wait_s) else (lambda: wait_s)
         self.clock = clock
         self._jobs = queue.Queue()
         self._stop = threading.Event()
@@ -129,21 +147,20 @@ class TextWorker:
         refused = ask_refusal(self.runtime, job.kind, job.text)
         if refused:
             return AskResult(False, refused)
-        deadline = received + self.observation_wait_s
+        deadline = received + self.wait_s()
         while True:
             began = self.clock()
-            inputs, capture_ns, why = self.take_inputs(job.robot, job.session_id,
-                                                       job.earliest_ns)
-            if inputs is not None or why.startswith('session ') or began >= deadline \
+            found = self.take_inputs(job.robot, job.session_id, job.earliest_ns)
+            if found.inputs is not None or found.refused or began >= deadline \
                     or self._stop.is_set():
                 break
             self._stop.wait(POLL_S)
-        if inputs is None:
-            return AskResult(False, f'no observation for the query: {why}')
+        if found.inputs is None:
+            return AskResult(False, f'no observation for the query: {found.why}')
         preprocess_ms = (self.clock() - began) * 1000.0
         started = self.clock()
         try:
-            answer = self.runtime.generate_text(job.kind, job.text, job.task, inputs)
+            answer = self.runtime.generate_text(job.kind, job.text, job.task, found.inputs)
         except Exception as error:  # noqa: B902 - a failing model must not stop the server
             return AskResult(False, f'text generation failed: {str(error).strip()[:300]}')
         extra = self.extra_s()
@@ -151,7 +168,7 @@ class TextWorker:
             self._stop.wait(extra)
         if not isinstance(answer, TextAnswer):
             answer = TextAnswer(str(answer))
-        return AskResult(True, f'{job.kind} answered', answer.text, capture_ns,
+        return AskResult(True, f'{job.kind} answered', answer.text, found.capture_ns,
                          queue_wait_ms=(began - received) * 1000.0, preprocess_ms=preprocess_ms,
                          generate_ms=(self.clock() - started) * 1000.0,
                          generated_tokens=answer.generated_tokens)

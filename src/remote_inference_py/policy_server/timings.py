@@ -28,7 +28,8 @@ Each answered request carries four durations [ms] (the ActionChunk fields):
 - ``postprocess_ms``: unnormalization, conversion to SI radians and building the message.
 
 :class:`ActivityStats` is the server's outcome accounting: every request ends counted as
-served, failed (by category, with the last reason), refused or superseded, and
+served, failed (by kind, with the last reason), refused, superseded (pushed out of its full
+queue by a newer one) or released (left waiting by a session that admission released), and
 :meth:`ActivityStats.summary` writes the activity line the node logs every period.
 """
 
@@ -53,8 +54,8 @@ class RequestTimings:
         return self.queue_wait_ms + self.preprocess_ms + self.inference_ms + self.postprocess_ms
 
 
-COUNTERS = ('requests', 'served', 'failed', 'refused', 'superseded', 'retried', 'batches',
-            'batched_requests', 'largest_batch', 'repeated')
+COUNTERS = ('requests', 'served', 'failed', 'refused', 'superseded', 'released', 'retried',
+            'batches', 'batched_requests', 'largest_batch', 'repeated')
 
 
 class ActivityStats:
@@ -116,8 +117,8 @@ class ActivityStats:
         text = (f'{clients}/{max_clients} client(s); last period: '
                 f'{window["requests"]:.0f} requests, {window["served"]:.0f} served, '
                 f'{window["failed"]:.0f} failed, {window["refused"]:.0f} refused, '
-                f'{window["superseded"]:.0f} superseded, {window["batches"]:.0f} forward '
-                f'passes')
+                f'{window["superseded"]:.0f} superseded, {window["released"]:.0f} released, '
+                f'{window["batches"]:.0f} forward passes')
         if window['repeated']:
             text += f' ({window["repeated"]:.0f} of the requests repeats)'
         if window['served']:

@@ -15,6 +15,8 @@
 """
 Test tools that ship with the package because users need them too (pure: no ROS).
 
-:mod:`.emulator` is a byte-level Feetech bus on a pseudo-terminal: the real servo SDK talks to
-it as to a real bus, so the driver can be exercised without an arm.
+- :mod:`.emulator`: a byte-level Feetech bus on a pseudo-terminal: the real servo SDK talks to
+  it as to a real bus, so the driver can be exercised without an arm.
+- :mod:`.netns`: several "hosts" on one machine, a network namespace each on one switch (needs
+  root and iproute2), for tests and benchmarks.
 """

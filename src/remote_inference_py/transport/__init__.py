@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-How messages travel between the nodes (imports ROS).
+How messages travel between the nodes (imports ROS, except :mod:`.values` and :mod:`.frame_ring`).
 
 Nodes use only the seam: :mod:`.endpoints` (joint states and chunks) and :mod:`.shared_images`
 (camera frames), which hand them the plain values of :mod:`.values` and never bytes, on either
@@ -27,5 +27,7 @@ transport (``REMOTE_INFERENCE_TRANSPORT=fast|plain``, see :mod:`.endpoints`).
 - :mod:`.cdr`: encoders and decoders of the serialized messages on the hot paths (fast).
 - :mod:`.image_cdr`: the fields of a serialized ``sensor_msgs/Image`` without a copy (fast).
 - :mod:`.frame_ring`: the same-host shared-memory ring of camera frames (atomics and fences
-  from libatomic, correct on weakly ordered CPUs).
+  from libatomic, correct on weakly ordered CPUs; no ROS imports).
+- :mod:`.presence`: the policy server's presence samples, published from a thread of their own
+  on absolute deadlines (every ``lease / 8``), whatever the node's executor is doing.
 """
