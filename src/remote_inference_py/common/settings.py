@@ -223,8 +223,7 @@ def check_value(spec: ParamSpec, value):
 
     Raise ValueError naming the setting when the type is wrong, a number is NaN or out of
     range, or a string is not one of the choices (a list: each item). A list setting with no
-    default also takes
-    None or an empty list (unset).
+    default also takes None or an empty list (unset).
     """
     if spec.is_array:
         if value is None and spec.default is None:
