@@ -23,6 +23,7 @@ import os
 import pathlib
 import re
 import sys
+import warnings
 
 import pytest
 
@@ -51,7 +52,8 @@ os.environ.pop('ROS_STATIC_PEERS', None)
 os.environ['PYTHONUNBUFFERED'] = '1'
 os.environ['RCUTILS_LOGGING_BUFFERED_STREAM'] = '0'
 
-from ros_fixtures import dead_segments, NodeProcess, Spinner  # noqa: E402
+from ros_fixtures import (  # noqa: E402
+    dead_segments, NodeProcess, owned_segments, Spinner, teardown_deadlocked)
 
 # Test levels: every test file sits in the folder of its level, and the folder is the level's
 # pytest marker, so `./run test -m pure` runs the fast level alone (seconds) and
@@ -193,7 +195,7 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture
 def processes(tmp_path, ros, request):
     """Start node processes; at teardown stop them all with SIGINT and check for leaks."""
-    started = []
+    started, peers = [], []
     before = dead_segments()
 
     class Group:
@@ -207,6 +209,7 @@ def processes(tmp_path, ros, request):
         def peer(self, script, **kwargs):
             proc = NodeProcess.peer(script, tmp_path, **kwargs)
             started.append(proc)
+            peers.append(proc)
             return proc
 
     group = Group()
@@ -220,6 +223,7 @@ def processes(tmp_path, ros, request):
     # All at once, as `ros2 launch` stops its nodes on Ctrl+C: the hardware interface then
     # applies the executor's way home until the commands stop (shutdown_grace_s), instead of
     # waiting out its whole grace for an executor that has not been told to stop yet.
+    owned = {proc: owned_segments(proc.pid) for proc in peers}
     for proc in started:
         proc.interrupt()
     for proc in started:
@@ -227,9 +231,21 @@ def processes(tmp_path, ros, request):
             proc.stop()
         except AssertionError as error:
             failures.append(str(error))
+    # A test peer (a fake of ours) stuck in Fast DDS's teardown deadlock (README, "Tests")
+    # after the bound of peer_main: said, its own segments removed, not a failure of the test.
+    # A product node in it still fails the tests that check its exit.
+    excused = set()
+    for proc in peers:
+        if teardown_deadlocked(proc.proc.returncode, proc.output()):
+            warnings.warn(f'{proc.log_path.name}: Fast DDS deadlocked destroying the node '
+                          f'(ended by the teardown bound)\n{proc.output()[-3000:]}')
+            excused |= owned[proc]
+    for name in excused:
+        for path in (pathlib.Path('/dev/shm', name), pathlib.Path('/dev/shm', name + '_el')):
+            path.unlink(missing_ok=True)
     # A segment whose owner exited without removing it is a leak (segments of processes
     # that are still alive, e.g. other test runs on this machine, are not).
-    leaked = dead_segments() - before
+    leaked = dead_segments() - before - excused
     if leaked and LEAK_CHECK:
         failures.append(f'shared-memory segments left behind by dead processes: '
                         f'{sorted(leaked)}')

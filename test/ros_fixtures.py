@@ -19,7 +19,8 @@ Helpers for tests that run nodes over real DDS.
   subprocess with a params file, logs to a file, and stops it with SIGINT, waiting for exit.
 - :class:`Spinner` spins a test-process node until a condition holds, with a timeout.
 - :func:`populate` fills any ROS message with distinct non-default values, for round trips.
-- :func:`fastdds_segments` lists Fast DDS shared-memory segments, to prove none leak.
+- :func:`fastdds_segments` lists Fast DDS shared-memory segments, to prove none leak;
+  :func:`owned_segments` names a live process's own.
 """
 
 import os
@@ -307,6 +308,36 @@ def fastdds_segments():
     return {p.name for p in shm.iterdir()
             if p.name.startswith(('fastrtps_', 'fast_datasharing', 'fastdds_'))
             and 'port' not in p.name}
+
+
+def owned_segments(pid):
+    """Fast DDS segments whose owner is process ``pid`` (it holds the flock on ``<name>_el``)."""
+    try:
+        lines = pathlib.Path('/proc/locks').read_text().splitlines()
+    except OSError:
+        return set()
+    inodes = {int(fields[5].rsplit(':', 1)[1]) for fields in map(str.split, lines)
+              if len(fields) > 5 and fields[1] == 'FLOCK' and fields[4] == str(pid)}
+    owned = set()
+    for name in fastdds_segments():
+        if name.endswith('_el'):
+            try:
+                if os.stat(pathlib.Path('/dev/shm', name)).st_ino in inodes:
+                    owned.add(name[:-len('_el')])
+            except OSError:
+                pass
+    return owned
+
+
+def teardown_deadlocked(returncode, output):
+    """
+    Whether a process ended through the teardown bound, stuck in destroying its node.
+
+    That is Fast DDS 3.2's deadlock between deleting a DataWriter and its discovery
+    announcement timer (README, "Tests"), after the node's own clean-up was done: the
+    faulthandler's stacks name ``destroy_node`` and the process exited with 1.
+    """
+    return returncode == 1 and 'Timeout (' in output and 'in destroy_node' in output
 
 
 def dead_segments():

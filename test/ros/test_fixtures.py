@@ -18,7 +18,7 @@ import os
 
 from conftest import LEAK_CHECK
 import pytest
-from ros_fixtures import clean_dead_segments, dead_segments
+from ros_fixtures import clean_dead_segments, dead_segments, owned_segments
 
 
 def test_environment_is_isolated():
@@ -34,8 +34,11 @@ def test_a_killed_node_leaks_shared_memory_and_the_detector_sees_it(processes, r
     peer = processes.peer('echo.py')
     peer.wait_for_output('echo peer ready', spinner=spinner)
     assert dead_segments() == before, 'a live process must not count as a leak'
+    owned = owned_segments(peer.pid)
+    assert owned and not owned & owned_segments(os.getpid())
     peer.kill()
     leaked = dead_segments() - before
     assert leaked, 'SIGKILL left no segment behind: the detector cannot see leaks'
+    assert leaked == owned, 'the segments of the killed peer are the ones it owned'
     clean_dead_segments()
     assert not (dead_segments() - before)
