@@ -108,12 +108,34 @@ def test_the_simulated_system_mirrors_the_node_settings(settings, expert):
         assert system.gate.limits.max_relative_target == hardware['max_relative_target']
         assert system.core.config.chunk_merge == 'ensemble'
         assert system.core.config.refill_seconds == settings.node('executor')['refill_seconds']
+        assert system.server.settings == settings.server_config()
         assert system.latency_s == 0.3
         # Held there, settled under gravity (the shoulder and elbow sag a few hundredths).
         assert np.allclose(system.sim.positions(), hardware['sim_initial_positions'],
                            atol=0.05)
     finally:
         system.close()
+
+
+def test_the_node_configs_are_the_files_values_over_the_declarations_defaults(settings):
+    # What the simulated-time runner reads of the nodes is what each node would build.
+    from remote_inference_py.common.settings import declared
+    from remote_inference_py.hardware.config import HardwareConfig
+
+    def with_hardware(**changes):
+        hardware = {**settings.node('hardware_interface'), **changes}
+        return dataclasses.replace(settings, parameters={**settings.parameters,
+                                                         'hardware_interface': hardware})
+
+    assert settings.hardware_config().sim_image_width == 96      # the file's
+    unset = with_hardware()
+    del unset.parameters['hardware_interface']['sim_image_width']
+    default = declared(HardwareConfig)['sim_image_width'].default
+    assert unset.hardware_config().sim_image_width == default != 96
+    with pytest.raises(ValueError, match="'sim_camera_rate_hz' is 0.0; expected 0.1 to 120.0"):
+        with_hardware(sim_camera_rate_hz=0.0).hardware_config()
+    assert settings.server_config().observation_history == 10
+    assert settings.executor_settings('aligned').task == 'pick up the cube'
 
 
 def test_a_second_request_in_flight_hides_a_turnaround_above_half_a_chunk(expert, settings):

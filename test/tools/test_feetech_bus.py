@@ -35,6 +35,11 @@ from remote_inference_py.testing.emulator import (
     build_packet, BusEmulator, EmulatedServo, EmulatorError, EmulatorProcess, PacketParser)
 
 IDS = {name: index + 1 for index, name in enumerate(SO101_JOINT_NAMES)}
+# The longest reply timeout the setting allows (about 200 ms), for tests that count the faults
+# they inject: with the shipped 34 ms, a loaded 2-core host ran the emulator late for two
+# attempts in a row in clean-clone runs, a timeout where the test expected its corrupt reply,
+# or a fault that named another motor. It costs only the replies the test removes.
+PATIENT_MS = 100.0
 
 
 @pytest.fixture
@@ -45,7 +50,7 @@ def emulator():
 
 @pytest.fixture
 def bus(emulator):
-    bus = FeetechBus(FeetechBusConfig.so101(emulator.port))
+    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, latency_timer_ms=PATIENT_MS))
     bus.connect()
     yield bus
     if bus.is_connected:
@@ -318,9 +323,7 @@ def test_a_reply_without_its_parameters_is_corrupt_and_retried(emulator):
     # (a late PING reply read in place of the answer, seen on a loaded machine) raised
     # IndexError out of connect().
     emulator.inject_fault(4, 'short_reply', count=1)
-    # The shipped reply timeout (34 ms): at 12 ms a loaded emulator answers late, and a late
-    # reply is a timeout, not the corrupt reply this test counts.
-    bus = FeetechBus(FeetechBusConfig.so101(emulator.port))
+    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, latency_timer_ms=PATIENT_MS))
     bus.connect()
     assert bus.motor_ids == IDS
     counters = bus.counters
@@ -414,11 +417,9 @@ def test_persistent_failure_names_the_motor_then_faults(emulator):
 def test_success_resets_the_consecutive_count(emulator):
     # One retry, two bad replies: each faulted read fails once the retry fails too, while a
     # reply the loaded emulator sends late is retried (with no retry, one such reply failed
-    # the torque-off confirmation in disconnect() in a clean-clone run). The shipped reply
-    # timeout (34 ms): at 12 ms a loaded emulator once answered both attempts late, a timeout
-    # where the test expects the corrupt reply it injected.
-    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, retries=1,
-                                            max_consecutive_failures=2))
+    # the torque-off confirmation in disconnect() in a clean-clone run).
+    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, retries=1, max_consecutive_failures=2,
+                                            latency_timer_ms=PATIENT_MS))
     bus.connect()
     for _ in range(3):
         emulator.inject_fault(4, 'bad_checksum', count=2)
@@ -432,10 +433,8 @@ def test_success_resets_the_consecutive_count(emulator):
 
 def test_reset_fault_resumes(emulator):
     # One retry, two missing replies: the read fails and faults the bus on the injected motor.
-    # The shipped reply timeout (34 ms): at 12 ms a loaded emulator once answered another
-    # motor late in a clean-clone run, and the fault named that motor instead.
-    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, retries=1,
-                                            max_consecutive_failures=1))
+    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, retries=1, max_consecutive_failures=1,
+                                            latency_timer_ms=PATIENT_MS))
     bus.connect()
     emulator.inject_fault(6, 'missing', count=2)
     with pytest.raises(BusFaultError, match="motor 'gripper'"):

@@ -106,8 +106,8 @@ def record_demonstrations(out_path: pathlib.Path, episodes: int, first_seed: int
     from remote_inference_py.policy_server import images
     from remote_inference_py.policy_server.manifest import spec_from_dict
     settings = settings or EvalSettings.load()
-    size = (int(settings.hardware('sim_image_height', 96)),
-            int(settings.hardware('sim_image_width', 96)))
+    hardware = settings.hardware_config()
+    size = (hardware.sim_image_height, hardware.sim_image_width)
     feature = spec_from_dict(learned_spec_dict(size, model_size)).feature(IMAGE_FEATURE)
     runtime = ExpertRuntime()
     expert = runtime.expert

@@ -42,7 +42,8 @@ import os
 import pathlib
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from remote_inference_py.executor.config import ExecutorConfig
+from remote_inference_py.common.settings import declared
+from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 
 CONFIG_FILE = 'eval_sim.yaml'
 NODES = ('hardware_interface', 'executor', 'policy_server')
@@ -238,13 +239,15 @@ class EvalSettings:
         """Return the parameters of node ``name``."""
         return self.parameters[name]
 
-    def hardware(self, key: str, default: Any = None) -> Any:
-        """Return a hardware_interface parameter."""
-        return self.parameters['hardware_interface'].get(key, default)
+    def hardware_config(self):
+        """Return the HardwareConfig the hardware interface node would build from the file."""
+        from remote_inference_py.hardware.config import HardwareConfig
+        return _config(HardwareConfig, self.parameters['hardware_interface'])
 
-    def server(self, key: str, default: Any = None) -> Any:
-        """Return a policy_server parameter."""
-        return self.parameters['policy_server'].get(key, default)
+    def server_config(self):
+        """Return the ServerConfig the policy server node would build from the file."""
+        from remote_inference_py.policy_server.config import ServerConfig
+        return _config(ServerConfig, self.parameters['policy_server'])
 
     def executor_parameters(self, mode: str) -> Dict[str, Any]:
         """Return the executor's parameters for ``mode`` (file values plus the mode's)."""
@@ -254,6 +257,14 @@ class EvalSettings:
 
     def executor_config(self, mode: str) -> ExecutorConfig:
         """Return the ExecutorConfig the executor node would build for ``mode``."""
-        fields = {f.name for f in dataclasses.fields(ExecutorConfig)}
-        values = {k: v for k, v in self.executor_parameters(mode).items() if k in fields}
-        return ExecutorConfig(**values)
+        return _config(ExecutorConfig, self.executor_parameters(mode))
+
+    def executor_settings(self, mode: str) -> NodeSettings:
+        """Return the executor node's own settings (deployment, task, ...) for ``mode``."""
+        return _config(NodeSettings, self.executor_parameters(mode))
+
+
+def _config(factory, values: Dict[str, Any]):
+    """Build a node's frozen config from a file's values; the declaration's defaults fill in."""
+    names = declared(factory)
+    return factory(**{name: value for name, value in values.items() if name in names})

@@ -68,7 +68,6 @@ from remote_inference_py.evaluation.stats import EpisodeResult
 from remote_inference_py.evaluation.task import JOINT_NAMES, LiftMonitor, TaskConfig
 from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 from remote_inference_py.hardware.commands import CommandGate, CommandLimits, CommandRejected
-from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.images import RawImage
 
@@ -154,10 +153,10 @@ class SimulatedSystem:
         self.task = task
         self.seed = seed
         self.settle_s = settle_s
-        hw = settings.node('hardware_interface')
-        self.read_period = 1.0 / float(hw.get('publish_rate_hz', 50.0))
+        hw = settings.hardware_config()
+        self.read_period = 1.0 / hw.publish_rate_hz
         self.cube_period = 1.0 / CUBE_POSE_RATE_HZ
-        self.frame_period = 1.0 / float(hw.get('sim_camera_rate_hz', 30.0))
+        self.frame_period = 1.0 / hw.sim_camera_rate_hz
         self.runtime = runtime
         spec = runtime.spec
         self.image_features = [f for f in spec.features if f.is_image]
@@ -169,15 +168,14 @@ class SimulatedSystem:
         cameras = [f.name.split('.')[-1] for f in self.image_features]
         self.sim = So101Sim(SimConfig(
             joint_names=JOINT_NAMES, initial_positions=task.initial_positions, render=False,
-            cube_seed=seed, width=int(hw.get('sim_image_width', 640)),
-            height=int(hw.get('sim_image_height', 480))), clock=lambda: self.now)
+            cube_seed=seed, width=hw.sim_image_width, height=hw.sim_image_height),
+            clock=lambda: self.now)
         self.renderer = None
         if self.image_features:
             key = (self.sim.config.width, self.sim.config.height)
             cache = renderer_cache if renderer_cache is not None else {}
             if key not in cache:
-                simplify = bool(hw.get('sim_simplify_meshes', True))
-                cache[key] = FrameRenderer(*key, simplify=simplify)
+                cache[key] = FrameRenderer(*key, simplify=hw.sim_simplify_meshes)
             self.renderer = cache[key]
         self.cameras = cameras
         # Frames wait to be rendered until a request can use them, unless a policy stacks
@@ -185,18 +183,12 @@ class SimulatedSystem:
         self.lazy_frames = all(f.history == 1 for f in self.image_features)
         self.gate = CommandGate(CommandLimits(
             JOINT_NAMES, tuple(self.sim.lower), tuple(self.sim.upper),
-            max_relative_target=float(hw.get('max_relative_target', 0.0)),
-            limit_tolerance=float(hw.get('limit_tolerance_rad', 0.2))))
-        self.executor_params = settings.executor_parameters(configuration.mode)
+            max_relative_target=hw.max_relative_target,
+            limit_tolerance=hw.limit_tolerance_rad))
         self.core = ExecutorCore(settings.executor_config(configuration.mode))
-        srv = settings.node('policy_server')
-        self.server = PolicyServerCore(
-            ServerConfig(deployment=str(srv.get('deployment', 'so101')),
-                         observation_wait_s=float(srv.get('observation_wait_s', 0.25)),
-                         observation_history=int(srv.get('observation_history', 10)),
-                         max_batch_size=int(srv.get('max_batch_size', 1)),
-                         max_requests_per_client=int(srv.get('max_requests_per_client', 4))),
-            runtime, clock=lambda: self.now, sleep=lambda seconds: None)
+        self.node_settings = settings.executor_settings(configuration.mode)
+        self.server = PolicyServerCore(settings.server_config(), runtime,
+                                       clock=lambda: self.now, sleep=lambda seconds: None)
         self.latency_s = float(configuration.latency_s)
         self.monitor = LiftMonitor(task)
         self.started_at: Optional[float] = None
@@ -280,8 +272,7 @@ class SimulatedSystem:
         spec = self.runtime.spec
         request = AdmitRequest(
             protocol_version=PROTOCOL_VERSION, client_name='/executor',
-            deployment=str(self.executor_params.get('deployment', 'so101')),
-            semantics=str(self.executor_params.get('semantics', 'si-radians-v1')),
+            deployment=self.node_settings.deployment, semantics=self.node_settings.semantics,
             action_names=tuple(cfg.joint_names), action_rate=cfg.fps,
             features=tuple(FeatureDeclaration(f.name, tuple(f.shape), f.dtype, f.kind)
                            for f in spec.features),
@@ -305,7 +296,7 @@ class SimulatedSystem:
                 plan = CommittedPlan(_ns(plan.start), plan.positions, plan.frozen_steps)
             pushed_out = self.server.on_request(Request(
                 ROBOT, self.session_id, order.request_id, _ns(order.earliest_capture_time),
-                str(self.executor_params.get('task', '')), _ns(self.now), plan))
+                self.node_settings.task, _ns(self.now), plan))
             for answer in pushed_out:   # superseded or dropped: the error goes out at once
                 heapq.heappush(self.deliveries, (self.now, self.sequence, answer))
                 self.sequence += 1
