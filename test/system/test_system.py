@@ -216,6 +216,10 @@ def test_continuous_motion_below_the_horizon_and_more_actions_than_synchronous(s
             assert moved > 0.1, 'the built-in policy did not move the arm'
         else:
             assert held > 20, f'synchronous should hold while it waits, held {held}'
+        # All at once, as `ros2 launch` stops them: the hardware interface stopped first
+        # waited out its whole 10 s grace for the commands of an executor still running.
+        for proc in run.procs.values():
+            proc.interrupt()
         for proc in run.procs.values():
             proc.stop(spinner=run.spinner)
         run.close()
