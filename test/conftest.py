@@ -53,7 +53,7 @@ os.environ['PYTHONUNBUFFERED'] = '1'
 os.environ['RCUTILS_LOGGING_BUFFERED_STREAM'] = '0'
 
 from ros_fixtures import (  # noqa: E402
-    dead_segments, NodeProcess, owned_segments, Spinner, teardown_deadlocked)
+    dead_segments, NodeProcess, owned_segments, remove_segments, Spinner, teardown_deadlocked)
 
 # Test levels: every test file sits in the folder of its level, and the folder is the level's
 # pytest marker, so `./run test -m pure` runs the fast level alone (seconds) and
@@ -240,9 +240,7 @@ def processes(tmp_path, ros, request):
             warnings.warn(f'{proc.log_path.name}: Fast DDS deadlocked destroying the node '
                           f'(ended by the teardown bound)\n{proc.output()[-3000:]}')
             excused |= owned[proc]
-    for name in excused:
-        for path in (pathlib.Path('/dev/shm', name), pathlib.Path('/dev/shm', name + '_el')):
-            path.unlink(missing_ok=True)
+    remove_segments(excused)
     # A segment whose owner exited without removing it is a leak (segments of processes
     # that are still alive, e.g. other test runs on this machine, are not).
     leaked = dead_segments() - before - excused

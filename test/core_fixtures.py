@@ -19,6 +19,7 @@ The executor cases use fps = 10 (one action tick every 0.1 s) and two joints, j1
 values and j2 staying at 0, so every expected command can be checked by hand. The policy
 server cases use the SO-101 deployment and the demo policy unless a runtime is given; they
 also get observation specs, JPEG frames and a clock the test moves by hand from here.
+:func:`check_range_edges` tries a config part just inside and just outside a declared range.
 """
 
 import io
@@ -26,6 +27,7 @@ import math
 
 import numpy as np
 from PIL import Image
+import pytest
 
 from remote_inference_py.contract.admission import AdmitRequest
 from remote_inference_py.executor.config import ExecutorConfig
@@ -161,3 +163,18 @@ class FakeClock:
 
     def __call__(self):
         return self.now
+
+
+def check_range_edges(build, field, parameter, inside, outside, owner=r'\w+'):
+    """
+    Assert that ``build(field=value)`` keeps each ``inside`` value and refuses each ``outside``.
+
+    The refusal must name the part (``owner``, a regular expression), the field and the
+    parameter it is declared as, with the value.
+    """
+    for value in inside:
+        assert getattr(build(**{field: value}), field) == value
+    for value in outside:
+        with pytest.raises(ValueError, match=rf"^{owner}\.{field}: parameter '{parameter}' is "
+                                             rf'{value!r}; expected '):
+            build(**{field: value})

@@ -356,8 +356,13 @@ def clean_dead_segments():
     release it, and its segment stays in /dev/shm. This does what ``fastdds shm clean`` does
     for data segments (port files are shared between processes and left alone).
     """
+    return remove_segments(dead_segments())
+
+
+def remove_segments(names):
+    """Remove these segments and their lock files from /dev/shm; return the files' names."""
     removed = []
-    for name in sorted(dead_segments()):
+    for name in sorted(names):
         for path in (pathlib.Path('/dev/shm', name), pathlib.Path('/dev/shm', name + '_el')):
             path.unlink(missing_ok=True)
             removed.append(path.name)

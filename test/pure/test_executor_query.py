@@ -17,7 +17,7 @@
 fps = 10 and two joints (j1 carries the values), as in test_executor_core.py.
 """
 
-from core_fixtures import j1, Loop, make_chunk, make_executor
+from core_fixtures import check_range_edges, j1, Loop, make_chunk, make_executor
 import pytest
 
 from remote_inference_py.executor.core import State
@@ -138,12 +138,7 @@ def test_query_settings_are_the_executor_parameters_and_checked_as_they_are():
             ('max_text_chars', 'query_max_text_chars', (1, 100000), (0, 100001)),
             ('answer_timeout_s', 'query_answer_timeout_s', (0.1, 3600.0), (0.099, 3600.5)),
             ('steering_period_s', 'steering_period_s', (0.1, 3600.0), (0.099, 3600.5))):
-        for value in inside:
-            assert getattr(QuerySettings(**{field: value}), field) == value
-        for value in outside:
-            with pytest.raises(ValueError, match=rf'^QuerySettings\.{field}: parameter '
-                                                 rf"'{parameter}' is {value!r}; expected "):
-                QuerySettings(**{field: value})
+        check_range_edges(QuerySettings, field, parameter, inside, outside, 'QuerySettings')
 
 
 def refuse(kind='question', text='where?', offered=ALL, admitted=True, state='RUNNING',
