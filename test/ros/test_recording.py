@@ -14,6 +14,7 @@
 
 """A run recorded to a real rosbag2 MCAP file from raw subscriptions, then analysed."""
 
+import statistics
 import subprocess
 import time
 
@@ -136,9 +137,13 @@ def test_a_recorder_that_falls_behind_still_gets_the_turnaround(processes, ros, 
                 and ('policy/chunk', key[1]) in seen
                 and seen[('policy/chunk', key[1])] - t < 0.05]
 
+    def served():
+        return sum(1 for key in seen if key[0] == 'policy/chunk')
+
     spinner.until(lambda: recorder.counts['/policy/chunk'] >= 1, 60, 'a first chunk recorded')
     deadline = time.monotonic() + 60
-    while len(late_pairs()) < 2 and time.monotonic() < deadline:
+    # At least 3 served chunks: the startup request's and 2 refills' (the executor's median).
+    while (len(late_pairs()) < 2 or served() < 3) and time.monotonic() < deadline:
         time.sleep(2.0)            # the recorder falls behind: nothing is taken meanwhile
         spinner.spin_for(0.3)      # ... then catches up with what DDS kept
     assert executor.stop(spinner=spinner) == 0
@@ -156,9 +161,15 @@ def test_a_recorder_that_falls_behind_still_gets_the_turnaround(processes, ros, 
         assert 0.3 <= pairs[request_id].seconds < 1.3, pairs[request_id]
     summary = summarize(topics)
     assert 0.3 <= summary.turnaround_p50_s <= summary.turnaround_max_s < 1.3
-    # The executor's own measurement (its status, independent of the recorder) agrees.
+    # The executor's own measurement (its status, independent of the recorder) agrees. Its
+    # median leaves out the startup request (sent while holding, so the server also waited for
+    # an observation): compare it with the refills' turnarounds, every answered one but the
+    # first. A CI run compared it with all of them and differed by 75 ms: the startup 0.455 s
+    # and one refill 0.305 s have a median of 0.38 s, the refill alone 0.305 s.
     executor_p50 = topics['/executor/status'][-1][1].p50_turnaround_s
-    assert abs(summary.turnaround_p50_s - executor_p50) < 0.05, (summary, executor_p50)
+    refills = [t.seconds for t in turnarounds(topics)][1:]
+    assert len(refills) >= 2, refills
+    assert abs(statistics.median(refills) - executor_p50) < 0.05, (refills, executor_p50)
     result = subprocess.run([str(INSTALL_LIB / 'analyze'), str(bag)], capture_output=True,
                             text=True)
     assert result.returncode == 0, result.stderr
