@@ -263,7 +263,8 @@ def main(argv=None):
     profile = HERE.parent / 'test' / 'fastdds_udp_only.xml'
     os.environ.update(FASTDDS_DEFAULT_PROFILES_FILE=str(profile),
                       ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
-                      ROS_DOMAIN_ID=str(150 + os.getpid() % 50))
+                      ROS_DOMAIN_ID=os.environ.get('RI_BENCH_DOMAIN_ID',
+                                                   str(150 + os.getpid() % 50)))
     pictures, source = frames()
     rows = []
     for cameras in options.camera_counts:

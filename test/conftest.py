@@ -35,13 +35,21 @@ ROOT = TEST_DIR.parent
 sys.path[:0] = [str(TEST_DIR), str(TEST_DIR / 'peers')]
 
 # Under pytest-xdist (./run test runs the whole suite on 2 workers), the controller picks a
-# block of domains for the run and each worker takes its own: gw0 the first, gw1 the next.
+# block of DOMAIN_BLOCK domains for the run: each worker takes its own (gw0 the first, gw1 the
+# next, up to 4 workers), and the rest are spare for a benchmark that runs one cell per domain
+# (bench_transport's smoke run: 8 cells from RI_TEST_SPARE_DOMAIN). Before, that benchmark
+# counted its cells up from its worker's domain, into the next worker's: a real policy
+# server of its cells subscribed to the other worker's policy/request in a clean-clone run.
 WORKER = os.environ.get('PYTEST_XDIST_WORKER')   # 'gw0', 'gw1', ... in a worker, else None
+WORKER_DOMAINS, SPARE_DOMAINS = 4, 8
+DOMAIN_BLOCK = WORKER_DOMAINS + SPARE_DOMAINS
 if 'RI_TEST_DOMAIN_BASE' not in os.environ:
-    os.environ['RI_TEST_DOMAIN_BASE'] = str(1 + 4 * (os.getpid() % 50))
+    blocks = 228 // DOMAIN_BLOCK   # the highest domain a block reaches stays below 233
+    os.environ['RI_TEST_DOMAIN_BASE'] = str(1 + DOMAIN_BLOCK * (os.getpid() % blocks))
+_BASE = int(os.environ['RI_TEST_DOMAIN_BASE'])
+os.environ['RI_TEST_SPARE_DOMAIN'] = str(_BASE + WORKER_DOMAINS)
 os.environ['ROS_DOMAIN_ID'] = os.environ.get(
-    'RI_TEST_DOMAIN_ID',
-    str(int(os.environ['RI_TEST_DOMAIN_BASE']) + (int(WORKER[2:]) % 4 if WORKER else 0)))
+    'RI_TEST_DOMAIN_ID', str(_BASE + (int(WORKER[2:]) % WORKER_DOMAINS if WORKER else 0)))
 # The shared-memory leak check compares /dev/shm before and after a test. It is exact in a
 # serial run and in a worker with a /dev/shm of its own (test/xdist_worker); in a worker that
 # shares /dev/shm with another, the other worker's killed processes would count, so it is off.
