@@ -34,7 +34,7 @@ ROOT = TEST_DIR.parent
 # never from another test module.
 sys.path[:0] = [str(TEST_DIR), str(TEST_DIR / 'peers')]
 
-# Under pytest-xdist (./run test runs the whole suite on 2 workers), the controller picks a
+# Under pytest-xdist (./run test runs the whole suite on 3 workers), the controller picks a
 # block of DOMAIN_BLOCK domains for the run: each worker takes its own (gw0 the first, gw1 the
 # next, up to 4 workers), and the rest are spare for a benchmark that runs one cell per domain
 # (bench_transport's smoke run: 8 cells from RI_TEST_SPARE_DOMAIN). Before, that benchmark
@@ -60,6 +60,7 @@ os.environ.pop('ROS_STATIC_PEERS', None)
 os.environ['PYTHONUNBUFFERED'] = '1'
 os.environ['RCUTILS_LOGGING_BUFFERED_STREAM'] = '0'
 
+from lanes import is_background, LaneScheduling  # noqa: E402,I100
 from ros_fixtures import (  # noqa: E402
     dead_segments, NodeProcess, owned_segments, remove_segments, Spinner, teardown_deadlocked)
 
@@ -77,9 +78,22 @@ LEVELS = {
 
 
 def pytest_configure(config):
-    """Register the level markers."""
+    """Register the level markers and the background lane's."""
     for level, what in LEVELS.items():
         config.addinivalue_line('markers', f'{level}: test level ({what})')
+    config.addinivalue_line('markers', 'background: may run on the low-priority worker '
+                            '(test/lanes.py: CPU-bound, waits on no clock)')
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Schedule by lane (test/lanes.py) when a worker is started niced, as ./run test does."""
+    from execnet import XSpec
+    from xdist.workermanage import parse_tx_spec_config
+    specs = parse_tx_spec_config(config)
+    if any(XSpec(spec).nice for spec in specs):
+        return LaneScheduling(specs, log)
+    return None
 
 
 def pytest_collection_modifyitems(config, items):
@@ -90,6 +104,8 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f'{item.path.relative_to(ROOT)} is not in a test level '
                                     f'folder: move it to test/<level>/ ({", ".join(LEVELS)})')
         item.add_marker(getattr(pytest.mark, folder.name))
+        if is_background(item.nodeid):
+            item.add_marker(pytest.mark.background)
     # The heaviest levels first, the colcon build (the longest test) at their head: the two
     # workers then end on short tests, instead of one waiting while the other builds.
     heavy_first = ['system', 'ros', 'tools', 'pure']

@@ -208,7 +208,7 @@ def test_the_sim_model_package_imports_next_to_lerobot_0_4():
             "print(import_scene_module('ik_control').control_point.__name__)")
     env = {k: v for k, v in os.environ.items() if k != '_ROS_WHEELS_BOOTSTRAP_COMPLETE'}
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                            env=env, timeout=60)
+                            env=env, timeout=300)
     assert result.returncode == 0 and result.stdout.strip() == 'control_point', result.stderr
 
 

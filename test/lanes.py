@@ -1,0 +1,183 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Two lanes for the workers of ``./run test``: timed tests, and a background lane.
+
+Most of the suite runs nodes, timers and deadlines in real time: on two cores, two workers at
+a time are what it stands without a late message failing a test, and those two workers leave
+the cores idle about a third of the time (they wait on DDS, leases, timeouts). A third worker
+started at the lowest CPU priority (``nice=19`` in its pytest-xdist ``--tx`` spec) fills that
+idle time with tests that never read the clock: compiles, linters, model builds, simulated-time
+evaluations (``BACKGROUND_FILES``). Beside a timed worker that wants the CPU it gets almost
+none (the kernel weighs nice 19 at 1.5 % of nice 0), so it cannot make a timed test late.
+
+:class:`LaneScheduling` hands each worker a whole test file at a time (so a module's fixtures
+are built once, as in a serial run), and the next file when fewer than two of its tests are
+left (pytest-xdist runs a test once it knows the next one): a background worker only background
+files, a timed worker timed files first and background ones when no timed file is left, so the
+run never ends waiting on the slow lane alone. A file belongs in ``BACKGROUND_FILES`` only if
+it waits on nothing: ``test/pure/test_lanes.py`` reads each listed file for clocks, sleeps,
+short timeouts and DDS fixtures, and fails when one appears.
+"""
+
+import collections
+
+BACKGROUND_FILES = (
+    'test/system/test_build_and_setup.py',       # the colcon build and ./run's set-up
+    'test/tools/test_lint.py',
+    'test/tools/test_flow_policy.py',
+    'test/tools/test_lerobot_runtime.py',
+    'test/tools/test_lerobot_newer_folders.py',
+    'test/tools/test_analysis.py',
+    'test/tools/test_evaluation_trace.py',
+    'test/tools/test_evaluation_simtime.py',
+    'test/tools/test_evaluation_learned.py',
+    'test/tools/test_layout.py',
+    'test/pure/test_executor_properties.py',
+    'test/pure/test_flow_head.py',
+    'test/pure/test_policy_runtimes.py',
+)
+"""Test files the background worker may run: CPU-bound, waiting on no clock."""
+
+PENDING_PER_WORKER = 2
+"""Below this many tests held, a worker gets the next file (the test it runs and the next one)."""
+
+
+def test_file(nodeid: str) -> str:
+    """Return the file of the test `nodeid`."""
+    return nodeid.split('::', 1)[0]
+
+
+def is_background(nodeid: str) -> bool:
+    """Return True if the test `nodeid` belongs to the background lane."""
+    return test_file(nodeid) in BACKGROUND_FILES
+
+
+def is_background_worker(node) -> bool:
+    """Return True if pytest-xdist started `node` at a lowered priority (``nice=`` in --tx)."""
+    return bool(node.gateway.spec.nice)
+
+
+class LaneScheduling:
+    """A pytest-xdist scheduler with a timed lane and a background lane (see the module)."""
+
+    def __init__(self, tx_specs, log=None):
+        """Expect one worker per spec of `tx_specs` (the parsed --tx list)."""
+        from execnet import XSpec
+        self.timed_workers = sum(not XSpec(spec).nice for spec in tx_specs)
+        self.node2collection = {}
+        self.node2pending = {}
+        self.collection = None
+        self.queues = {True: collections.deque(), False: collections.deque()}
+        self.log = log.lanesched if log is not None else (lambda *args: None)
+
+    @property
+    def nodes(self):
+        """Return the workers taking part."""
+        return list(self.node2pending)
+
+    @property
+    def collection_is_completed(self) -> bool:
+        """Return True once every timed worker has collected (the background one may follow)."""
+        timed = sum(not is_background_worker(node) for node in self.node2collection)
+        return timed >= self.timed_workers and bool(self.node2collection)
+
+    @property
+    def tests_finished(self) -> bool:
+        """Return True when no test is queued and each worker holds at most its last one."""
+        if not self.collection_is_completed or any(self.queues.values()):
+            return False
+        return all(len(pending) < 2 for pending in self.node2pending.values())
+
+    @property
+    def has_pending(self) -> bool:
+        """Return True while a test is queued or held by a worker."""
+        return any(self.queues.values()) or any(self.node2pending.values())
+
+    def add_node(self, node) -> None:
+        """Take part a worker that has started."""
+        assert node not in self.node2pending
+        self.node2pending[node] = []
+
+    def add_node_collection(self, node, collection) -> None:
+        """Record a worker's collection; it must be the same as the others'."""
+        assert node in self.node2pending
+        reference = self.collection or next(iter(self.node2collection.values()), None)
+        if reference is not None and list(collection) != list(reference):
+            from xdist.report import report_collection_diff
+            other = next(iter(self.node2collection))
+            raise RuntimeError(report_collection_diff(
+                reference, collection, other.gateway.id, node.gateway.id))
+        self.node2collection[node] = list(collection)
+
+    def schedule(self) -> None:
+        """Queue the collection by lane, file by file (first call), then fill every worker."""
+        if self.collection is None:
+            self.collection = next(iter(self.node2collection.values()))
+            files = {}
+            for index, nodeid in enumerate(self.collection):
+                files.setdefault(test_file(nodeid), []).append(index)
+            for name, indices in files.items():
+                self.queues[is_background(name)].append(indices)
+        for node in self.nodes:
+            self.check_schedule(node)
+
+    def check_schedule(self, node, duration: float = 0) -> None:
+        """Give `node` files until it holds PENDING_PER_WORKER tests, or shut it down."""
+        if node.shutting_down or node not in self.node2collection or self.collection is None:
+            return
+        lanes = (False, True) if not is_background_worker(node) else (True,)
+        pending = self.node2pending[node]
+        sent = []
+        for lane in lanes:
+            while len(pending) + len(sent) < PENDING_PER_WORKER and self.queues[lane]:
+                sent.extend(self.queues[lane].popleft())
+        if sent:
+            pending.extend(sent)
+            node.send_runtest_some(sent)
+        elif not any(self.queues[lane] for lane in lanes):
+            node.shutdown()
+        self.log('queued files: timed', len(self.queues[False]),
+                 'background', len(self.queues[True]))
+
+    def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
+        """Note that `node` has run a test, and give it the next."""
+        self.node2pending[node].remove(item_index)
+        self.check_schedule(node, duration)
+
+    def mark_test_pending(self, item: str) -> None:
+        """Queue a test again, first in its lane (pytest_handlecrashitem may ask for it)."""
+        self.queues[is_background(item)].appendleft([self.collection.index(item)])
+        for node in self.nodes:
+            self.check_schedule(node)
+
+    def remove_pending_tests_from_node(self, node, indices) -> None:
+        """Not used: only the work-stealing scheduler asks workers to give tests back."""
+        raise NotImplementedError
+
+    def remove_node(self, node):
+        """Take a worker out; requeue what it held and return the test it crashed in, if any."""
+        pending = self.node2pending.pop(node)
+        if not pending:
+            return None
+        crashed = self.collection[pending.pop(0)]
+        if pending:   # the rest of its files, as one group first in the lane of each
+            for lane in (False, True):
+                rest = [i for i in pending if is_background(self.collection[i]) == lane]
+                if rest:
+                    self.queues[lane].appendleft(rest)
+        for other in self.nodes:
+            self.check_schedule(other)
+        return crashed

@@ -1,0 +1,163 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The suite's two lanes (test/lanes.py): what the background worker may run, and how."""
+
+import pathlib
+import re
+import types
+
+from lanes import BACKGROUND_FILES, is_background, LaneScheduling
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HANG_BOUND_S = 120.0   # a timeout at least this long only stops a hung child
+
+# What makes a test wait on a clock: reading or sleeping on it, spinning DDS, node processes.
+CLOCKS = re.compile(r'time\.(monotonic|time|perf_counter|sleep)\b|\.until\(|spin_for\(|'
+                    r'def \w+\([^)]*\b(ros|processes|ros_context)\b|deadline=(?!None)')
+TIMEOUT = re.compile(r'timeout=([0-9.]+)')
+
+
+@pytest.mark.parametrize('path', BACKGROUND_FILES)
+def test_a_background_file_waits_on_no_clock(path):
+    text = (ROOT / path).read_text()
+    found = CLOCKS.search(text)
+    assert found is None, f'{path} waits on a clock ({found.group(0)!r}): take it out of ' \
+                          f'lanes.BACKGROUND_FILES, a niced worker would make it late'
+    short = [float(value) for value in TIMEOUT.findall(text) if float(value) < HANG_BOUND_S]
+    assert not short, f'{path} has timeouts {short} s, shorter than a hang bound'
+
+
+def test_the_clock_check_catches_what_it_names():
+    for line in ('began = time.monotonic()', 'time.sleep(0.1)', 'spinner.until(done, 5)',
+                 'def test_x(processes, tmp_path):', 'settings(deadline=200)'):
+        assert CLOCKS.search(line), line
+    for line in ('settings(max_examples=9, deadline=None)', 'request_timeout_s=2.0',
+                 'def test_x(tmp_path, rospy_free):'):
+        assert not CLOCKS.search(line), line
+    assert TIMEOUT.findall('run(args, timeout=60)') == ['60']
+
+
+class Worker:
+    """A pytest-xdist worker as the scheduler sees it: it runs what it is sent, in order."""
+
+    def __init__(self, name, nice=None):
+        self.gateway = types.SimpleNamespace(id=name, spec=types.SimpleNamespace(nice=nice))
+        self.shutting_down = False
+        self.held = []
+        self.ran = []
+
+    def send_runtest_some(self, indices):
+        assert not self.shutting_down
+        self.held.extend(indices)
+
+    def shutdown(self):
+        self.shutting_down = True
+
+
+COLLECTION = ['test/system/test_system.py::test_a',
+              'test/system/test_build_and_setup.py::test_build',
+              'test/ros/test_sim.py::test_b',
+              'test/ros/test_sim.py::test_c',
+              'test/tools/test_lint.py::test_flake8',
+              'test/tools/test_feetech_bus.py::test_d',
+              'test/pure/test_flow_head.py::test_e',
+              'test/pure/test_merge.py::test_f']
+
+
+def start(workers, specs):
+    scheduler = LaneScheduling(specs)
+    for worker in workers:
+        scheduler.add_node(worker)
+    return scheduler
+
+
+def run_one(scheduler, worker):
+    """Let `worker` finish the first test it holds, as xdist reports it."""
+    index = worker.held.pop(0)
+    worker.ran.append(COLLECTION[index])
+    scheduler.mark_test_complete(worker, index)
+
+
+def test_the_background_worker_runs_only_background_tests_and_every_test_runs_once():
+    timed = [Worker('gw0'), Worker('gw1')]
+    background = Worker('gw2', nice='19')
+    scheduler = start([*timed, background], ['popen', 'popen', 'popen//nice=19'])
+    for worker in timed:
+        scheduler.add_node_collection(worker, COLLECTION)
+    # The timed workers start without waiting for the niced one's collection.
+    assert scheduler.collection_is_completed
+    scheduler.schedule()
+    # A whole file at a time, until a worker holds two tests.
+    assert [[COLLECTION[i].split('::')[0] for i in worker.held] for worker in timed] == [
+        ['test/system/test_system.py', 'test/ros/test_sim.py', 'test/ros/test_sim.py'],
+        ['test/tools/test_feetech_bus.py', 'test/pure/test_merge.py']]
+    assert not background.held
+    scheduler.add_node_collection(background, COLLECTION)
+    scheduler.schedule()
+    assert [COLLECTION[i] for i in background.held] == [
+        'test/system/test_build_and_setup.py::test_build', 'test/tools/test_lint.py::test_flake8']
+    # The background worker is slow: the timed ones run their lane, then take background tests.
+    while any(worker.held for worker in timed):
+        for worker in timed:
+            if worker.held:
+                run_one(scheduler, worker)
+    assert all(worker.shutting_down for worker in timed)
+    while background.held:
+        run_one(scheduler, background)
+    assert scheduler.tests_finished and background.shutting_down
+    assert all(is_background(nodeid) for nodeid in background.ran)
+    ran = [nodeid for worker in (*timed, background) for nodeid in worker.ran]
+    assert sorted(ran) == sorted(COLLECTION)
+    assert 'test/pure/test_flow_head.py::test_e' in timed[0].ran + timed[1].ran
+
+
+def test_a_crashed_workers_tests_go_back_to_the_head_of_their_lanes():
+    timed = [Worker('gw0'), Worker('gw1')]
+    background = Worker('gw2', nice='19')
+    scheduler = start([*timed, background], ['popen', 'popen', 'popen//nice=19'])
+    for worker in (*timed, background):
+        scheduler.add_node_collection(worker, COLLECTION)
+    scheduler.schedule()
+    crashed = scheduler.remove_node(timed[0])
+    assert crashed == COLLECTION[0]
+    # The rest it held (test_sim's two tests) are the next ones handed out.
+    rest = timed[0].held[1:]
+    assert [COLLECTION[i] for i in rest] == COLLECTION[2:4]
+    run_one(scheduler, timed[1])
+    assert timed[1].held[-2:] == rest
+    assert not scheduler.tests_finished and scheduler.has_pending
+
+
+def test_without_a_niced_worker_the_timed_workers_run_everything():
+    timed = [Worker('gw0'), Worker('gw1')]
+    scheduler = start(timed, ['popen', 'popen'])
+    for worker in timed:
+        scheduler.add_node_collection(worker, COLLECTION)
+    scheduler.schedule()
+    while any(worker.held for worker in timed):
+        for worker in timed:
+            if worker.held:
+                run_one(scheduler, worker)
+    assert sorted(timed[0].ran + timed[1].ran) == sorted(COLLECTION)
+    assert scheduler.tests_finished
+
+
+def test_workers_that_collected_different_tests_are_named():
+    timed = [Worker('gw0'), Worker('gw1')]
+    scheduler = start(timed, ['popen', 'popen'])
+    scheduler.add_node_collection(timed[0], COLLECTION)
+    with pytest.raises(RuntimeError, match='gw0.*gw1|gw1.*gw0'):
+        scheduler.add_node_collection(timed[1], COLLECTION[:-1])
