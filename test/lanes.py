@@ -21,15 +21,16 @@ the cores idle about a third of the time (they wait on DDS, leases, timeouts). A
 started at the lowest CPU priority (``nice=19`` in its pytest-xdist ``--tx`` spec) fills that
 idle time with tests that never read the clock: compiles, linters, model builds, simulated-time
 evaluations (``BACKGROUND_FILES``). Beside a timed worker that wants the CPU it gets almost
-none (the kernel weighs nice 19 at 1.5 % of nice 0), so it cannot make a timed test late.
+none (the kernel weighs nice 19 at 1.5 % of nice 0), so it hardly delays a timed test.
 
 :class:`LaneScheduling` hands each worker a whole test file at a time (so a module's fixtures
 are built once, as in a serial run), and the next file when fewer than two of its tests are
 left (pytest-xdist runs a test once it knows the next one): a background worker only background
 files, a timed worker timed files first and background ones when no timed file is left, so the
 run never ends waiting on the slow lane alone. A file belongs in ``BACKGROUND_FILES`` only if
-it waits on nothing: ``test/pure/test_lanes.py`` reads each listed file for clocks, sleeps,
-short timeouts and DDS fixtures, and fails when one appears.
+it waits on nothing; as a backstop, ``test/pure/test_lanes.py`` reads each listed file (not
+the helpers it calls) for clocks, sleeps, short timeouts and DDS fixtures, and fails when one
+appears.
 """
 
 import collections
@@ -55,14 +56,14 @@ PENDING_PER_WORKER = 2
 """Below this many tests held, a worker gets the next file (the test it runs and the next one)."""
 
 
-def test_file(nodeid: str) -> str:
+def file_of(nodeid: str) -> str:
     """Return the file of the test `nodeid`."""
     return nodeid.split('::', 1)[0]
 
 
 def is_background(nodeid: str) -> bool:
     """Return True if the test `nodeid` belongs to the background lane."""
-    return test_file(nodeid) in BACKGROUND_FILES
+    return file_of(nodeid) in BACKGROUND_FILES
 
 
 def is_background_worker(node) -> bool:
@@ -128,7 +129,7 @@ class LaneScheduling:
             self.collection = next(iter(self.node2collection.values()))
             files = {}
             for index, nodeid in enumerate(self.collection):
-                files.setdefault(test_file(nodeid), []).append(index)
+                files.setdefault(file_of(nodeid), []).append(index)
             for name, indices in files.items():
                 self.queues[is_background(name)].append(indices)
         for node in self.nodes:
