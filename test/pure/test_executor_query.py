@@ -252,6 +252,49 @@ def test_failures_resume_then_abort_with_the_reason(reply, at, expected):
     assert finish.status == 'aborted' and expected in finish.message and finish.task == 'pick'
 
 
+MISSING = Reply(False, 'no observation for the query: no observation.cube_pose sample captured '
+                'at or after the earliest capture stamp (newest is 0.006 s older)',
+                observation_missing=True)
+
+
+def test_a_missing_observation_is_asked_again_for_the_same_capture_until_the_timeout():
+    query = Query('question', 'where?', 'pick', SETTINGS)
+    query.step(Facts(1.0, 'RUNNING'))
+    # The server waited for a capture at or after the pause and had none: not an answer.
+    again = query.step(Facts(1.3, 'WAITING', reply=MISSING))
+    assert again == [Ask('question', 'where?', 'pick', 1.0)]   # the pause's capture, again
+    assert query.step(Facts(1.6, 'WAITING', reply=MISSING)) == [Ask('question', 'where?',
+                                                                    'pick', 1.0)]
+    answered = query.step(Facts(1.8, 'WAITING', reply=Reply(True, answer='left')))
+    assert kinds(answered) == ['Resume', 'Feedback']
+    finish = query.step(Facts(2.0, 'RUNNING', dispatched=True))[0]
+    assert finish.status == 'succeeded' and finish.answer == 'left'
+    assert finish.ask_s == pytest.approx(0.8)   # from the first ask
+
+
+@pytest.mark.parametrize('at, asks_again', [(2.99, True), (3.01, False)])
+def test_asking_again_ends_at_the_answer_timeout_from_the_first_ask(at, asks_again):
+    query = Query('question', 'where?', 'pick', SETTINGS)   # answer_timeout_s = 2.0
+    query.step(Facts(1.0, 'RUNNING'))
+    actions = query.step(Facts(at, 'WAITING', reply=MISSING))
+    if asks_again:   # just inside: asked again; no reply by the timeout then names it
+        assert kinds(actions) == ['Ask']
+        actions = query.step(Facts(3.01, 'WAITING'))
+    assert kinds(actions) == ['Resume', 'Feedback']
+    finish = query.step(Facts(3.2, 'RUNNING', dispatched=True))[0]
+    assert finish.status == 'aborted' and 'observation.cube_pose' in finish.message
+    if asks_again:
+        assert finish.message.startswith('no answer within the 2 s query_answer_timeout_s '
+                                         '(2 asks; the server had no observation for')
+
+
+def test_a_failure_that_is_not_a_missing_observation_is_not_asked_again():
+    query = Query('question', 'where?', 'pick', SETTINGS)
+    query.step(Facts(1.0, 'RUNNING'))
+    failed = Reply(False, 'text generation failed: out of memory')
+    assert kinds(query.step(Facts(1.2, 'WAITING', reply=failed))) == ['Resume', 'Feedback']
+
+
 def test_a_stop_or_fault_during_the_query_aborts_it_with_the_executor_reason():
     query = Query('question', 'where?', 'pick', SETTINGS)
     query.step(Facts(0.0, 'RUNNING'))

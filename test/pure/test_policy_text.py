@@ -96,6 +96,36 @@ def test_no_observation_after_the_earliest_stamp_is_refused_after_the_wait():
         result.message
 
 
+@pytest.mark.parametrize('arrives_after_looks, answered', [(6, True), (7, False)])
+def test_a_capture_that_comes_within_the_wait_is_used(arrives_after_looks, answered):
+    """Looks at 0, 10, ..., 60 ms (the first at or after a 55 ms wait's deadline is the last).
+
+    The pause's capture comes before the last look (just inside) or after it (outside).
+    """
+    core, session, _ = expert_server()
+    observe(core, 100, OPEN, (0.25, 0.05, REST))   # before the pause at 101 ms
+    now = [0.0]
+    looks = []
+
+    def take_inputs(robot, session_id, earliest_ns):
+        looks.append(now[0])
+        if len(looks) == arrives_after_looks + 1:   # the fresh capture has come meanwhile
+            observe(core, 102, CLOSED, (0.25, 0.05, REST))
+        found = core.text_inputs(robot, session_id, earliest_ns)
+        now[0] += 0.01
+        return found
+
+    worker = TextWorker(core.runtime, take_inputs, 0.055, clock=lambda: now[0])
+    result = worker.answer(AskJob('', session, 'question', 'where?', '', 101 * MS))
+    assert result.success is answered and result.observation_missing is not answered
+    if answered:
+        assert result.capture_ns == 102 * MS
+    else:
+        assert 'captured at or after the earliest capture stamp (newest is 0.001 s older)' \
+            in result.message
+        assert len(looks) == 7 and looks[-1] == pytest.approx(0.06)
+
+
 def test_an_unknown_session_is_refused_at_once_and_a_failing_model_is_named():
     core, session, worker = expert_server(wait_s=5.0)
     began = time.monotonic()
@@ -137,6 +167,7 @@ def test_the_observation_wait_is_read_at_every_query_and_a_refused_session_ends_
     result = worker.answer(job)
     assert not result.success and result.message == (
         'no observation for the query: no joint_states sample received yet')
+    assert result.observation_missing   # the executor may ask again
     assert polled.looks == 7          # at 0, 10, ..., 60 ms: the first after the deadline
     wait[0] = 0.105                   # a live change reaches the next query
     polled.looks = 0
@@ -146,6 +177,7 @@ def test_the_observation_wait_is_read_at_every_query_and_a_refused_session_ends_
     result = TextWorker(ExpertRuntime(), refused, 5.0, clock=refused.clock).answer(job)
     assert refused.looks == 1 and result.message == (
         'no observation for the query: session s is not admitted')
+    assert not result.observation_missing   # asking again cannot help
 
 
 def test_the_worker_thread_answers_in_order():

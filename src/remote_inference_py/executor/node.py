@@ -681,7 +681,7 @@ class ExecutorNode(Node):
             run.future = None
             reply = (queries.Reply(False, 'policy/ask failed') if result is None else
                      queries.Reply(result.success, result.message, result.answer,
-                                   result.generate_ms))
+                                   result.generate_ms, result.observation_missing))
         facts = queries.Facts(now, self.core.state.name, self.core.stats().message,
                               dispatched=out.command is not None and not out.held
                               and self.core.state == State.RUNNING,

@@ -33,6 +33,10 @@ does:
    server (``policy/ask``), for an observation captured at or after the pause.
 2. The answer (or a failure, or the answer timeout) -> :class:`SetTask` for a subtask, then
    :class:`Resume`: the core waits for a chunk computed on a capture taken after this moment.
+   A reply saying the server had no observation captured at or after the pause yet (it waits
+   ``observation_wait_s`` for one, as for a request) is not an answer: the query asks again,
+   for the same capture, as the executor retries a request, until ``query_answer_timeout_s``
+   from the first ask; the timeout then names the missing observation.
 3. The first target of that fresh chunk is dispatched -> the goal finishes (:class:`Finish`),
    or, steering, motion goes on until the next round is due.
 
@@ -148,6 +152,7 @@ class Reply:
     message: str = ''
     answer: str = ''
     generate_ms: float = 0.0
+    observation_missing: bool = False   # no capture at or after the pause yet: ask again
 
 
 @dataclass(frozen=True)
@@ -229,6 +234,8 @@ class Query:
         self.rounds = 0
         self.answer = ''
         self.failure = ''
+        self.missing = ''    # why the last ask found no observation (the server's words)
+        self.asks = 0        # Ask actions of this round
         self.cancelled = False
         self.hold_s = 0.0
         self.ask_s = 0.0
@@ -267,6 +274,7 @@ class Query:
     def _begin_round(self, now: float) -> list:
         self._hold_began = self._asked_at = now
         self.phase = Phase.ASKING
+        self.missing, self.asks = '', 1
         return [Pause(pause_reason(self.kind, self.text)),
                 Feedback(Phase.PAUSED.value, self.rounds + 1),
                 Ask(self.kind, self.text, self.task, now),
@@ -278,6 +286,11 @@ class Query:
         if facts.cancel:
             self.cancelled = True
             why = 'cancel'
+        elif facts.reply is not None and facts.reply.observation_missing \
+                and now - self._asked_at <= self.settings.answer_timeout_s:
+            self.missing = facts.reply.message   # asked again for the same capture
+            self.asks += 1
+            return [Ask(self.kind, self.text, self.task, self._asked_at)]
         elif facts.reply is not None:
             self.ask_s = now - self._asked_at
             reply = facts.reply
@@ -296,7 +309,9 @@ class Query:
             why = answer_reason(self.answer) if not self.failure else 'a failed query'
         elif now - self._asked_at > self.settings.answer_timeout_s:
             self.failure = (f'no answer within the {self.settings.answer_timeout_s:g} s '
-                            'query_answer_timeout_s')
+                            'query_answer_timeout_s'
+                            + (f' ({self.asks} asks; the server had {self.missing})'
+                               if self.missing else ''))
             why = 'a query that timed out'
         else:
             return []

@@ -393,6 +393,7 @@ class PolicyServerNode(Node):
         response.preprocess_ms = result.preprocess_ms
         response.generate_ms = result.generate_ms
         response.generated_tokens = result.generated_tokens
+        response.observation_missing = result.observation_missing
         if result.success:
             self.get_logger().info(
                 f'{request.kind} answered{where} (session {request.session_id}) in '

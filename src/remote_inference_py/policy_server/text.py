@@ -25,7 +25,9 @@ without text generation offers none), when its text is empty or longer than ``ma
 or when the session is not served here (``take_inputs`` says so: :attr:`QueryInputs.refused`).
 Otherwise the worker waits up to ``observation_wait_s`` for an observation captured at or
 after the query's earliest capture stamp (as a request does), then calls the runtime's
-``generate_text`` with the model inputs of that observation. Both knobs are read at every
+``generate_text`` with the model inputs of that observation. A query whose observation did not
+come in time is answered with :attr:`AskResult.observation_missing` set: like a request that
+found none, it may be asked again (the executor does, until its ``query_answer_timeout_s``). Both knobs are read at every
 query, so a live change applies to the next one: ``wait_s()`` (the server's
 ``observation_wait_s``) and ``extra_s()`` (its ``extra_text_s``, a test and benchmark knob, 0
 in production, which makes each answer that much slower, as a slower text model would;
@@ -78,6 +80,7 @@ class AskResult:
     preprocess_ms: float = 0.0
     generate_ms: float = 0.0
     generated_tokens: int = 0
+    observation_missing: bool = False   # no capture in time: asking again may succeed
 
 
 def ask_refusal(runtime: PolicyRuntime, kind: str, text: str,
@@ -156,7 +159,8 @@ class TextWorker:
                 break
             self._stop.wait(POLL_S)
         if found.inputs is None:
-            return AskResult(False, f'no observation for the query: {found.why}')
+            return AskResult(False, f'no observation for the query: {found.why}',
+                             observation_missing=not found.refused)
         preprocess_ms = (self.clock() - began) * 1000.0
         started = self.clock()
         try:
