@@ -19,10 +19,13 @@ Every test run gets its own ROS_DOMAIN_ID (never the user's: a test must not tal
 robot), discovery limited to this host, and the shared-memory Fast DDS profile from config/.
 """
 
+import atexit
 import os
 import pathlib
 import re
+import shutil
 import sys
+import tempfile
 import warnings
 
 import pytest
@@ -33,6 +36,7 @@ ROOT = TEST_DIR.parent
 # itself and the scripted peers in test/peers; a test module imports helpers only from there,
 # never from another test module.
 sys.path[:0] = [str(TEST_DIR), str(TEST_DIR / 'peers')]
+import lanes  # noqa: E402,I100
 
 # Under pytest-xdist (./run test runs the whole suite on 3 workers), the controller picks a
 # block of DOMAIN_BLOCK domains for the run: each worker takes its own (gw0 the first, gw1 the
@@ -54,13 +58,17 @@ os.environ['ROS_DOMAIN_ID'] = os.environ.get(
 # serial run and in a worker with a /dev/shm of its own (test/xdist_worker); in a worker that
 # shares /dev/shm with another, the other worker's killed processes would count, so it is off.
 LEAK_CHECK = WORKER is None or os.environ.get('RI_PRIVATE_SHM') == '1'
+# The controller's flag for releasing the background worker (test/lanes.py), one per run.
+if WORKER is None:
+    _LANE_DIR = tempfile.mkdtemp(prefix='ri-lanes-')
+    atexit.register(shutil.rmtree, _LANE_DIR, True)
+    os.environ[lanes.RELEASE_VARIABLE] = os.path.join(_LANE_DIR, 'timed_lane_empty')
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = str(ROOT / 'config' / 'fastdds_shm.xml')
 os.environ.pop('ROS_STATIC_PEERS', None)
 os.environ['PYTHONUNBUFFERED'] = '1'
 os.environ['RCUTILS_LOGGING_BUFFERED_STREAM'] = '0'
 
-from lanes import is_background, LaneScheduling  # noqa: E402,I100
 from ros_fixtures import (  # noqa: E402
     dead_segments, NodeProcess, owned_segments, remove_segments, Spinner, teardown_deadlocked)
 
@@ -88,12 +96,7 @@ def pytest_configure(config):
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """Schedule by lane (test/lanes.py) when a worker is started niced, as ./run test does."""
-    from execnet import XSpec
-    from xdist.workermanage import parse_tx_spec_config
-    specs = parse_tx_spec_config(config)
-    if any(XSpec(spec).nice for spec in specs):
-        return LaneScheduling(specs, log)
-    return None
+    return lanes.make_scheduler(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -104,7 +107,7 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f'{item.path.relative_to(ROOT)} is not in a test level '
                                     f'folder: move it to test/<level>/ ({", ".join(LEVELS)})')
         item.add_marker(getattr(pytest.mark, folder.name))
-        if is_background(item.nodeid):
+        if lanes.is_background(item.nodeid):
             item.add_marker(pytest.mark.background)
     # The heaviest levels first, the colcon build (the longest test) at their head: the two
     # workers then end on short tests, instead of one waiting while the other builds.
@@ -167,26 +170,23 @@ def ros(ros_context, request):
     node.destroy_node()
 
 
-# A test (set-up and teardown included) still running after this long is stuck: its worker
-# prints every thread's stack and exits, so pytest-xdist reports that test as crashed and goes
-# on with a new worker instead of the whole run waiting for the CI time limit. The longest
-# test, the colcon build, takes about 3 minutes on a loaded 2-core machine.
-STUCK_TEST_S = 900.0
+# On a pytest-xdist worker, a test that runs lanes.STUCK_TEST_S at normal priority is stuck: its
+# worker prints every stack and exits, and the run goes on with a new worker (test/lanes.py).
+STUCK_WATCH = None
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """
-    Bound each test on a pytest-xdist worker (STUCK_TEST_S); log its cost on request.
+    Bound each test on a pytest-xdist worker (lanes.StuckWatch); log its cost on request.
 
     With RI_TEST_COST_LOG=FILE, append each test's wall time and CPU time to FILE. CPU counts
     the test process and every process it started and reaped (node processes, benchmarks),
     set-up and teardown included: the suite's budget is 2 cores, so CPU is what two workers
-    share, and a test's wall time on a loaded machine says little.
+    share, and a test's wall time on a loaded machine says little. tools/suite_report.py
+    reads the file (``./run test --under-load`` prints it).
     """
-    import faulthandler
     import resource
-    import sys
     import time
 
     def cpu():
@@ -194,19 +194,30 @@ def pytest_runtest_protocol(item, nextitem):
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
-    bounded = bool(os.environ.get('PYTEST_XDIST_WORKER'))
-    if bounded:
-        faulthandler.dump_traceback_later(STUCK_TEST_S, exit=True, file=sys.__stderr__)
+    global STUCK_WATCH
+    if WORKER and STUCK_WATCH is None:
+        STUCK_WATCH = lanes.StuckWatch(release_path=os.environ.get(lanes.RELEASE_VARIABLE, ''))
+        STUCK_WATCH.start()
+    if STUCK_WATCH is not None:
+        STUCK_WATCH.begin(item.nodeid)
     began, spent = time.monotonic(), cpu()
     try:
         yield
     finally:
-        if bounded:
-            faulthandler.cancel_dump_traceback_later()
+        if STUCK_WATCH is not None:
+            STUCK_WATCH.end()
     path = os.environ.get('RI_TEST_COST_LOG')
     if path:
         with open(path, 'a') as log:
             log.write(f'{time.monotonic() - began:.2f}\t{cpu() - spent:.2f}\t{item.nodeid}\n')
+
+
+def pytest_runtest_logreport(report):
+    """With RI_TEST_COST_LOG, note each failure and rerun there too (tools/suite_report.py)."""
+    path = os.environ.get('RI_TEST_COST_LOG')
+    if path and WORKER is None and report.outcome in ('failed', 'rerun'):
+        with open(path, 'a') as log:   # the controller's view: every worker's, crashes too
+            log.write(f'{report.outcome}\t{report.when}\t{report.nodeid}\n')
 
 
 @pytest.hookimpl(hookwrapper=True)

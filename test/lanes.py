@@ -31,9 +31,29 @@ run never ends waiting on the slow lane alone. A file belongs in ``BACKGROUND_FI
 it waits on nothing; as a backstop, ``test/pure/test_lanes.py`` reads each listed file (not
 the helpers it calls) for clocks, sleeps, short timeouts and DDS fixtures, and fails when one
 appears.
+
+A niced worker is starved by design whenever the timed lane and anything else on the machine
+keep both cores busy: beside two CPU hogs it gets well under 1 % of a core, so a file it holds
+does not advance. So the lanes end when the timed lane's queue is empty: the controller then
+writes the release flag (``RI_TEST_LANE_RELEASE``, a path), and the background worker, which
+polls it, renices itself and every process it started to normal priority and finishes at the
+speed of the others. A test's stuck clock (:class:`StuckWatch`, ``STUCK_TEST_S``) counts only
+time its worker ran at normal priority: before, a colcon build held by the niced worker beside
+two hogs ran into the wall-clock bound and the worker was ended as stuck (``node down: Not
+properly terminated``), though nothing had hung.
+
+The scheduler has the ``config`` attribute every pytest-xdist scheduler has: plugins reach
+the run's configuration through it (pytest-rerunfailures, installed with colcon-core, reads
+``sched.config.failures_db`` when a worker crashes; without it the crash became an
+INTERNALERROR instead of a report naming the test).
 """
 
 import collections
+import faulthandler
+import os
+import sys
+import threading
+import time
 
 BACKGROUND_FILES = (
     'test/system/test_build_and_setup.py',       # the colcon build and ./run's set-up
@@ -56,6 +76,18 @@ PENDING_PER_WORKER = 2
 """Below this many tests held, a worker gets the next file (the test it runs and the next one)."""
 
 
+STUCK_TEST_S = 900.0
+"""A test (set-up and teardown included) still running after this long at normal priority is
+stuck: its worker prints every thread's stack and exits, so pytest-xdist reports that test as
+crashed and goes on with a new worker instead of the whole run waiting for the CI time limit.
+The longest test, the colcon build, takes about 3 minutes on a loaded 2-core machine."""
+
+RELEASE_VARIABLE = 'RI_TEST_LANE_RELEASE'
+"""The release flag's path (set by the controller's conftest, inherited by the workers)."""
+
+WATCH_PERIOD_S = 1.0
+
+
 def file_of(nodeid: str) -> str:
     """Return the file of the test `nodeid`."""
     return nodeid.split('::', 1)[0]
@@ -71,12 +103,27 @@ def is_background_worker(node) -> bool:
     return bool(node.gateway.spec.nice)
 
 
+def make_scheduler(config, log):
+    """Return a LaneScheduling when a worker is started niced (as ./run test does), else None.
+
+    The pytest_xdist_make_scheduler hook of test/conftest.py.
+    """
+    from execnet import XSpec
+    from xdist.workermanage import parse_tx_spec_config
+    specs = parse_tx_spec_config(config)
+    if any(XSpec(spec).nice for spec in specs):
+        return LaneScheduling(config, specs, log)
+    return None
+
+
 class LaneScheduling:
     """A pytest-xdist scheduler with a timed lane and a background lane (see the module)."""
 
-    def __init__(self, tx_specs, log=None):
-        """Expect one worker per spec of `tx_specs` (the parsed --tx list)."""
+    def __init__(self, config, tx_specs, log=None):
+        """Expect one worker per spec of `tx_specs` (the parsed --tx list) in run `config`."""
         from execnet import XSpec
+        self.config = config
+        self.released = False
         self.timed_workers = sum(not XSpec(spec).nice for spec in tx_specs)
         self.node2collection = {}
         self.node2pending = {}
@@ -150,8 +197,21 @@ class LaneScheduling:
             node.send_runtest_some(sent)
         elif not any(self.queues[lane] for lane in lanes):
             node.shutdown()
+        if not self.queues[False]:
+            self.release()
         self.log('queued files: timed', len(self.queues[False]),
                  'background', len(self.queues[True]))
+
+    def release(self) -> None:
+        """The timed lane's queue is empty: let the background worker run at normal priority."""
+        if self.released:
+            return
+        self.released = True
+        path = os.environ.get(RELEASE_VARIABLE)
+        if path:
+            with open(path, 'w') as flag:
+                flag.write('the timed lane is empty\n')
+        self.log('timed lane empty: background worker released')
 
     def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
         """Note that `node` has run a test, and give it the next."""
@@ -182,3 +242,106 @@ class LaneScheduling:
         for other in self.nodes:
             self.check_schedule(other)
         return crashed
+
+
+def descendants(pid: int) -> list:
+    """Return the pids of every living process below `pid` (from /proc)."""
+    children = collections.defaultdict(list)
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f'/proc/{entry}/stat') as stat:
+                ppid = int(stat.read().rsplit(')', 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue   # gone meanwhile
+        children[ppid].append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def renice_tree(pid: int, nice: int = 0) -> str:
+    """Set `pid` and its descendants to `nice`; return '' or why one could not be set."""
+    problem = ''
+    for target in [pid, *descendants(pid)]:
+        try:
+            os.setpriority(os.PRIO_PROCESS, target, nice)
+        except ProcessLookupError:
+            continue
+        except PermissionError as error:
+            problem = problem or f'could not renice process {target}: {error}'
+    return problem
+
+
+class StuckWatch:
+    """End a worker whose test ran STUCK_TEST_S at normal priority (see the module docstring).
+
+    One thread per worker; :meth:`begin` and :meth:`end` bracket each test. While the worker
+    runs niced, the stuck clock stands still and the release flag is polled; once it is there,
+    the worker and its processes are reniced to normal priority (where this user may: root
+    may, others keep their nice value) and the clock runs.
+    """
+
+    def __init__(self, bound_s: float = STUCK_TEST_S, release_path: str = '',
+                 clock=time.monotonic, period_s: float = WATCH_PERIOD_S):
+        """Watch with `bound_s`; `release_path` is the flag's path ('' = never released)."""
+        self.bound_s, self.release_path, self.clock = bound_s, release_path, clock
+        self.period_s = period_s
+        self.test = None
+        self.counted = 0.0
+        self.last = None
+        self.released = False
+        self.notes = []
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def niced() -> bool:
+        """Return True while this process runs below normal priority."""
+        return os.getpriority(os.PRIO_PROCESS, 0) > 0
+
+    def begin(self, nodeid: str) -> None:
+        """Start the stuck clock of test `nodeid`."""
+        with self.lock:
+            self.test, self.counted, self.last = nodeid, 0.0, self.clock()
+
+    def end(self) -> None:
+        """Stop the clock: the test has finished."""
+        with self.lock:
+            self.test = None
+
+    def check(self) -> bool:
+        """Advance the clock (release the worker when flagged); return True if stuck."""
+        if not self.released and self.release_path and os.path.exists(self.release_path):
+            self.released = True
+            if self.niced():
+                problem = renice_tree(os.getpid())
+                self.notes.append(problem or 'timed lane empty: reniced to normal priority')
+        with self.lock:
+            if self.test is None:
+                return False
+            now = self.clock()
+            if self.released or not self.niced():   # the clock runs from the release on
+                self.counted += now - self.last
+            self.last = now
+            return self.counted >= self.bound_s
+
+    def run_forever(self) -> None:
+        """Check every period; on a stuck test print every stack and end the worker."""
+        while True:
+            time.sleep(self.period_s)
+            for note in self.notes:
+                print(f'\nlanes: {note}', file=sys.__stderr__, flush=True)
+            self.notes.clear()
+            if self.check():
+                print(f'\nlanes: {self.test} ran {self.bound_s:.0f} s at normal priority: '
+                      'stuck; every thread:', file=sys.__stderr__, flush=True)
+                faulthandler.dump_traceback(file=sys.__stderr__, all_threads=True)
+                os._exit(1)
+
+    def start(self) -> None:
+        """Run the watch on a daemon thread."""
+        threading.Thread(target=self.run_forever, name='stuck-watch', daemon=True).start()

@@ -18,7 +18,8 @@ import pathlib
 import re
 import types
 
-from lanes import BACKGROUND_FILES, is_background, LaneScheduling
+import lanes
+from lanes import BACKGROUND_FILES, is_background, LaneScheduling, StuckWatch
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -67,6 +68,7 @@ class Worker:
         self.shutting_down = True
 
 
+CONFIG = types.SimpleNamespace(option=types.SimpleNamespace())
 COLLECTION = ['test/system/test_system.py::test_a',
               'test/system/test_build_and_setup.py::test_build',
               'test/ros/test_sim.py::test_b',
@@ -78,7 +80,7 @@ COLLECTION = ['test/system/test_system.py::test_a',
 
 
 def start(workers, specs):
-    scheduler = LaneScheduling(specs)
+    scheduler = LaneScheduling(CONFIG, specs)
     for worker in workers:
         scheduler.add_node(worker)
     return scheduler
@@ -161,3 +163,61 @@ def test_workers_that_collected_different_tests_are_named():
     scheduler.add_node_collection(timed[0], COLLECTION)
     with pytest.raises(RuntimeError, match='gw0.*gw1|gw1.*gw0'):
         scheduler.add_node_collection(timed[1], COLLECTION[:-1])
+
+
+def test_the_background_worker_is_released_when_the_timed_lane_is_empty(tmp_path, monkeypatch):
+    flag = tmp_path / 'release'
+    monkeypatch.setenv(lanes.RELEASE_VARIABLE, str(flag))
+    timed = [Worker('gw0'), Worker('gw1')]
+    background = Worker('gw2', nice='19')
+    scheduler = start([*timed, background], ['popen', 'popen', 'popen//nice=19'])
+    for worker in (*timed, background):
+        scheduler.add_node_collection(worker, COLLECTION)
+    assert scheduler.config is CONFIG   # plugins read the run's configuration here
+    scheduler.schedule()
+    while scheduler.queues[False]:
+        assert not flag.exists()          # timed files still queued: the lane stays niced
+        run_one(scheduler, next(w for w in timed if w.held))
+    assert flag.exists()
+
+
+class Niced(StuckWatch):
+    """A StuckWatch on a manual clock, niced until released."""
+
+    def __init__(self, flag, nice=19):
+        self.now, self.nice, self.reniced = 0.0, nice, []
+        super().__init__(bound_s=10.0, release_path=str(flag), clock=lambda: self.now)
+
+    def niced(self):
+        return self.nice > 0
+
+
+def test_a_test_starved_at_low_priority_is_not_stuck_until_released(tmp_path, monkeypatch):
+    flag = tmp_path / 'release'
+    watch = Niced(flag)
+    monkeypatch.setattr(lanes, 'renice_tree', lambda pid: watch.reniced.append(pid) or '')
+    watch.begin('test/system/test_build_and_setup.py::test_build')
+    for _ in range(100):          # 1000 s starved beside the timed lane: the clock stands
+        watch.now += 10.0
+        assert not watch.check()
+    flag.write_text('empty')
+    watch.now += 1.0
+    assert not watch.check() and watch.reniced   # released: reniced, the clock runs
+    watch.nice = 0
+    watch.now += 8.99
+    assert not watch.check()        # just inside the bound: 9.99 s since the release
+    watch.now += 0.01
+    assert watch.check()            # at the bound: stuck
+
+
+def test_a_timed_workers_test_is_stuck_after_the_bound_and_a_finished_one_never(tmp_path):
+    watch = Niced(tmp_path / 'never', nice=0)
+    watch.begin('test/ros/test_sim.py::test_b')
+    watch.now = 9.99
+    assert not watch.check()
+    watch.now = 10.0
+    assert watch.check()
+    watch.end()
+    watch.now = 100.0
+    assert not watch.check()
+    assert lanes.descendants(1)     # every process descends from init
