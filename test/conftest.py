@@ -216,8 +216,10 @@ def pytest_runtest_logreport(report):
     """With RI_TEST_COST_LOG, note each failure and rerun there too (tools/suite_report.py)."""
     path = os.environ.get('RI_TEST_COST_LOG')
     if path and WORKER is None and report.outcome in ('failed', 'rerun'):
+        crash = getattr(report.longrepr, 'reprcrash', None)
+        why = ' '.join(str(crash.message if crash else report.longrepr).split())[:300]
         with open(path, 'a') as log:   # the controller's view: every worker's, crashes too
-            log.write(f'{report.outcome}\t{report.when}\t{report.nodeid}\n')
+            log.write(f'{report.outcome}\t{report.when}\t{report.nodeid}\t{why}\n')
 
 
 @pytest.hookimpl(hookwrapper=True)

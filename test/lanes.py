@@ -203,7 +203,7 @@ class LaneScheduling:
                  'background', len(self.queues[True]))
 
     def release(self) -> None:
-        """The timed lane's queue is empty: let the background worker run at normal priority."""
+        """Let the background worker run at normal priority: the timed lane's queue is empty."""
         if self.released:
             return
         self.released = True

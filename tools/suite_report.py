@@ -16,7 +16,7 @@
 Report a test run from its cost log: the time of each test, and every failure and rerun.
 
 ``RI_TEST_COST_LOG=FILE ./run test`` writes one line per test (wall seconds, CPU seconds,
-node id) and one per failed or rerun phase (``failed``/``rerun``, the phase, node id);
+node id) and one per failed or rerun phase (``failed``/``rerun``, the phase, node id, why);
 ``./run test --under-load`` writes it and runs this script after the suite. A test that
 passed only when run again is what this report is for: it passes on a quiet machine and
 fails on a busy one, so it is listed, and the exit status is 1, as for a failure.
@@ -30,16 +30,16 @@ import sys
 
 
 def read(path):
-    """Return ({node id: (wall, cpu)}, [(outcome, phase, node id)]) from a cost log."""
+    """Return ({node id: (wall, cpu)}, [(outcome, phase, node id, why)]) from a cost log."""
     costs, events = {}, []
     with open(path) as log:
         for number, line in enumerate(log, 1):
             fields = line.rstrip('\n').split('\t')
+            if fields[0] in ('failed', 'rerun') and len(fields) in (3, 4):
+                events.append((*fields[:3], fields[3] if len(fields) == 4 else ''))
+                continue
             if len(fields) != 3:
                 raise ValueError(f'{path}:{number}: expected 3 tab-separated fields: {line!r}')
-            if fields[0] in ('failed', 'rerun'):
-                events.append(tuple(fields))
-                continue
             wall, cpu = float(fields[0]), float(fields[1])
             before = costs.get(fields[2], (0.0, 0.0))   # a rerun test is logged again
             costs[fields[2]] = (before[0] + wall, before[1] + cpu)
@@ -54,13 +54,17 @@ def report(costs, events, top=15):
     for nodeid, (wall, cpu) in sorted(costs.items(), key=lambda kv: -kv[1][0])[:top]:
         lines.append(f'  {wall:8.1f} {cpu:8.1f}  {nodeid}')
     by_kind = collections.defaultdict(list)
-    for outcome, phase, nodeid in events:
+    why = {}
+    for outcome, phase, nodeid, reason in events:
         by_kind[outcome].append(f'{nodeid} ({phase})')
-    failed_ids = {nodeid for outcome, _, nodeid in events if outcome == 'failed'}
-    flaky = sorted({n for o, _, n in events if o == 'rerun'} - failed_ids)
+        why.setdefault(nodeid, reason)
+    failed_ids = {nodeid for outcome, _, nodeid, _ in events if outcome == 'failed'}
+    flaky = sorted({n for o, _, n, _ in events if o == 'rerun'} - failed_ids)
     if flaky:
         lines.append(f'{len(flaky)} passed only when run again (timing-sensitive under load):')
-        lines += [f'  {nodeid}' for nodeid in flaky]
+        for nodeid in flaky:
+            lines.append(f'  {nodeid}' + (f'\n      first run: {why[nodeid]}'
+                                         if why[nodeid] else ''))
     if failed_ids:
         lines.append(f'{len(failed_ids)} failed:')
         lines += [f'  {entry}' for entry in sorted(set(by_kind['failed']))]

@@ -18,6 +18,7 @@ fps = 10 and two joints (j1 carries the values), as in test_executor_core.py.
 """
 
 from core_fixtures import check_range_edges, j1, Loop, make_chunk, make_executor
+import numpy as np
 import pytest
 
 from remote_inference_py.executor.core import State
@@ -82,13 +83,37 @@ def test_pause_holds_the_last_applied_target_and_discards_the_continuation():
     assert all(value >= 5.0 for value in dispatched), dispatched   # no old step, ever
 
 
-def test_a_pause_after_the_tick_replaces_its_unsent_step_with_the_hold():
-    core, loop = moving_core()
-    out = core.tick(0.4)                  # the node pauses after the tick, before sending
-    assert j1(out) == 0.4 and not out.held
-    hold = core.pause(0.4, 'a question query')
-    assert round(float(hold[0]), 9) == 0.3   # the last applied target; 0.4 is never sent
-    assert {j1(core.tick(t)) for t in (0.5, 0.6)} == {0.3}
+@pytest.mark.parametrize('where', ['before the tick', 'after the tick, before sending',
+                                   'after sending'])
+def test_a_pause_anywhere_in_a_tick_never_steps_the_arm_back(where):
+    """A driver whose applied target lags one tick: the hold is never behind what was sent."""
+    core = make_executor()
+    assert core.tick(0.0).request.request_id == 1
+    assert core.on_chunk(make_chunk(1, 0.01, OLD_PLAN), 0.05).accepted
+    sent = []
+
+    def send(command):
+        if sent:   # the driver reports the previous command as applied (one cycle behind)
+            core.on_applied(np.full_like(command, sent[-1]))
+        sent.append(round(float(command[0]), 9))
+
+    for k in range(1, 4):
+        send(core.tick(0.1 * k).command)
+    assert sent == [0.1, 0.2, 0.3]
+    if where == 'before the tick':
+        core.pause(0.4, 'a question query')
+        send(core.tick(0.4).command)
+    else:
+        out = core.tick(0.4)
+        if where == 'after sending':
+            send(out.command)
+            core.pause(0.4, 'a question query')
+        else:   # the hold replaces the unsent step, which it equals
+            send(core.pause(0.4, 'a question query'))
+    for k in range(5, 9):
+        send(core.tick(0.1 * k).command)
+    assert all(b >= a for a, b in zip(sent, sent[1:])), sent   # never a step back
+    assert len(set(sent[4:])) == 1 and sent[-1] == sent[3]     # held where it was
 
 
 def test_server_loss_while_paused_faults_the_query_and_returns_home():

@@ -22,7 +22,7 @@ import suite_report  # noqa: E402,I100
 
 LOG = ('1.50\t0.40\ttest/ros/test_a.py::test_slow\n'
        '0.10\t0.05\ttest/pure/test_b.py::test_fast\n'
-       'rerun\tcall\ttest/ros/test_a.py::test_slow\n'
+       'rerun\tcall\ttest/ros/test_a.py::test_slow\tAssertionError: no chunk in 5 s\n'
        '1.20\t0.30\ttest/ros/test_a.py::test_slow\n')
 
 
@@ -35,7 +35,8 @@ def test_a_test_that_passed_only_on_a_rerun_is_named_and_fails_the_report(tmp_pa
     assert '     2.7      0.7  test/ros/test_a.py::test_slow' in out   # both runs counted
     assert 'test_fast' not in out   # --top 1
     assert '1 passed only when run again (timing-sensitive under load):\n' \
-           '  test/ros/test_a.py::test_slow' in out
+           '  test/ros/test_a.py::test_slow\n      first run: AssertionError: no chunk in 5 s' \
+           in out
 
 
 def test_a_clean_run_passes_and_a_failure_is_listed_once(tmp_path, capsys):

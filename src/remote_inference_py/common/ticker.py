@@ -36,11 +36,15 @@ class Ticker:
     """Call ``tick()`` every ``period_s`` seconds on a thread of its own until stopped."""
 
     def __init__(self, period_s: float, tick: Callable[[], None],
-                 on_error: Callable[[BaseException], None], name: str = 'ticker'):
+                 on_error: Callable[[BaseException], None], name: str = 'ticker',
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
+        """Tick every `period_s` on `clock`, waiting with `sleep` (tests inject both)."""
         if not period_s > 0.0:
             raise ValueError(f'a ticker period must be positive, got {period_s}')
         self.period_s = period_s
         self._tick, self._on_error = tick, on_error
+        self._clock, self._sleep = clock, sleep
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
@@ -61,11 +65,11 @@ class Ticker:
 
     def _run(self) -> None:
         period = self.period_s
-        deadline = time.monotonic()
+        deadline = self._clock()
         while not self._stop.is_set():
-            delay = deadline - time.monotonic()
+            delay = deadline - self._clock()
             if delay > 0.0:
-                time.sleep(delay)
+                self._sleep(delay)
                 if self._stop.is_set():
                     return
             try:
@@ -74,6 +78,6 @@ class Ticker:
                 self._on_error(error)
                 return
             deadline += period
-            late = time.monotonic() - deadline
+            late = self._clock() - deadline
             if late >= period:     # run the latest missed deadline at once, skip the others
                 deadline += (late // period) * period

@@ -147,6 +147,16 @@ class ExecutorConfig:
         """Return the fields as a plain dict (for logging the effective settings)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    def summary(self) -> str:
+        """Return the effective timing, merge and safety settings in one line (for the log)."""
+        names = ('fps', 'interpolation_multiplier', 'chunk_merge', 'synchronous',
+                 'refill_seconds', 'max_requests_in_flight', 'blend_steps', 'blend_weight',
+                 'blend_components', 'starvation_grace_s', 'request_timeout_s',
+                 'return_to_initial_position')
+        values = {name: getattr(self, name) for name in names}
+        values['blend_components'] = list(self.blend_components) or 'all'
+        return ' '.join(f'{name}={value}' for name, value in values.items())
+
     def _validate_joints(self):
         if not self.joint_names:
             raise ValueError('joint_names must name at least one joint, got ()')

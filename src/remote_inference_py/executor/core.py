@@ -242,10 +242,11 @@ class ExecutorCore:
     def pause(self, now: float, reason: str) -> np.ndarray:
         """Hold for text work from `now` on: discard the buffered continuation (session.py).
 
-        Return the hold command. A caller that pauses after :meth:`tick` but before sending
-        that tick's command sends this one instead: the tick's step belongs to the discarded
-        continuation, and the arm holds from the pausing tick on. RuntimeError names why it
-        cannot pause (not moving, the server lost, already paused).
+        Return the hold command: the last command the core returned, so the arm never steps
+        back wherever in a tick the pause falls (the executor's supervisor pauses before the
+        tick; a caller that pauses after :meth:`tick` may send this one instead of that tick's
+        command, which it equals). RuntimeError names why it cannot pause (not moving, the
+        server lost, already paused).
         """
         self._session.pause(now, reason)
         return self._robot.hold_command()

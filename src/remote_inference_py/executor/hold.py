@@ -109,6 +109,16 @@ class Hold:
         self.last_command = self.held.copy()
         return self.last_command
 
+    def hold_last_command(self) -> None:
+        """Hold the last command from now on (a pause: the arm was moving toward it).
+
+        The driver's applied target lags the commands by its own cycle, so holding it would
+        step the arm back; the last command is where the arm is going, and a hold must never
+        go back. Before the first command the usual hold target is kept.
+        """
+        if self.last_command is not None:
+            self.held = self.last_command.copy()
+
     def dispatched(self, command: np.ndarray) -> None:
         """Record `command` as sent: a planned target or a point on the way home; no hold."""
         self.held = None

@@ -38,11 +38,12 @@ The rules:
 - Text work (`pause`, `resume`; the query itself is `query.py`). A pause discards the
   buffered continuation (the plan and the target being interpolated toward) and closes the
   requests in flight, so no step of it is ever dispatched again; while paused every tick
-  re-sends the hold target, no request is sent, chunks are dropped and the starvation grace
-  does not run (the text work has its own timeout). `resume(now)` begins a wait at `now`:
-  motion restarts only from a chunk computed on a capture taken after it, and the grace runs
-  from then. Server loss observed while paused faults the query's session (the usual way
-  home).
+  re-sends the last command sent before the pause (not the driver's applied target, which
+  lags a cycle behind: holding it would step the arm back), no request is sent, chunks are
+  dropped and the starvation grace does not run (the text work has its own timeout).
+  `resume(now)` begins a wait at `now`: motion restarts only from a chunk computed on a
+  capture taken after it, and the grace runs from then. Server loss observed while paused
+  faults the query's session (the usual way home).
 - The end. `stop(now)`, `fault(reason, now)` and every other way to a terminal state
   (`end(state, message, now)`: an actuation failure, the arrival home) close the requests
   still in flight as abandoned at shutdown at `now`. Before motion they end at once; while
@@ -187,10 +188,11 @@ class Session:
         self._counters.add('drained_requests', len(closed))
         self.paused = True
         self._robot.waiting_since = None
+        self._robot.hold_last_command()
         if closed:
             self._status.event(f'{requests_text(closed)} drained: motion paused for {reason}')
-        self._status.set(State.WAITING, f'holding for {reason} at t={now:.3f}: the last applied '
-                         f'target is held, {discarded:.2f} s of buffered actions discarded')
+        self._status.set(State.WAITING, f'holding for {reason} at t={now:.3f}: the last target '
+                         f'sent is held, {discarded:.2f} s of buffered actions discarded')
 
     def resume(self, now: float, reason: str) -> None:
         """End a pause at `now`: move again only from a capture taken after `now`."""

@@ -26,8 +26,9 @@ or when the session is not served here (``take_inputs`` says so: :attr:`QueryInp
 Otherwise the worker waits up to ``observation_wait_s`` for an observation captured at or
 after the query's earliest capture stamp (as a request does), then calls the runtime's
 ``generate_text`` with the model inputs of that observation. A query whose observation did not
-come in time is answered with :attr:`AskResult.observation_missing` set: like a request that
-found none, it may be asked again (the executor does, until its ``query_answer_timeout_s``). Both knobs are read at every
+come in time is answered with :attr:`AskResult.observation_missing` set: like a request
+that found none, it may be asked again (the executor does, until its
+``query_answer_timeout_s``). Both knobs are read at every
 query, so a live change applies to the next one: ``wait_s()`` (the server's
 ``observation_wait_s``) and ``extra_s()`` (its ``extra_text_s``, a test and benchmark knob, 0
 in production, which makes each answer that much slower, as a slower text model would;
