@@ -120,8 +120,8 @@ def pytest_collection_modifyitems(config, items):
 # a node started after the test process finds it within about half a second (its first
 # messages arrive 0.05-0.4 s after it starts), where a node would wait up to 1 s. It was
 # 0.1 s: Fast DDS 3.2 can deadlock the event thread that runs these announcements against
-# discovery, and a worker then hung in the next call that deleted an endpoint (README,
-# "Tests"); five times fewer announcements give that race five times fewer chances.
+# discovery, and a worker then hung in the next call that deleted an endpoint
+# (docs/tests.md); five times fewer announcements give that race five times fewer chances.
 OBSERVER_ANNOUNCEMENT = '<sec>0</sec><nanosec>500000000</nanosec>'
 
 
@@ -268,7 +268,7 @@ def processes(tmp_path, ros, request):
             proc.stop()
         except AssertionError as error:
             failures.append(str(error))
-    # A test peer (a fake of ours) stuck in Fast DDS's teardown deadlock (README, "Tests")
+    # A test peer (a fake of ours) stuck in Fast DDS's teardown deadlock (docs/tests.md)
     # after the bound of peer_main: said, its own segments removed, not a failure of the test.
     # A product node in it still fails the tests that check its exit.
     excused = set()

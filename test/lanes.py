@@ -66,6 +66,7 @@ BACKGROUND_FILES = (
     'test/tools/test_evaluation_simtime.py',
     'test/tools/test_evaluation_learned.py',
     'test/tools/test_layout.py',
+    'test/tools/test_docs.py',                   # the Sphinx build of docs/
     'test/pure/test_executor_properties.py',
     'test/pure/test_flow_head.py',
     'test/pure/test_policy_runtimes.py',

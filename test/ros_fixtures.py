@@ -334,7 +334,7 @@ def teardown_deadlocked(returncode, output):
     Whether a process ended through the teardown bound, stuck in destroying its node.
 
     That is Fast DDS 3.2's deadlock between deleting a DataWriter and its discovery
-    announcement timer (README, "Tests"), after the node's own clean-up was done: the
+    announcement timer (docs/tests.md), after the node's own clean-up was done: the
     faulthandler's stacks name ``destroy_node`` and the process exited with 1.
     """
     return returncode == 1 and 'Timeout (' in output and 'in destroy_node' in output

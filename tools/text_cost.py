@@ -16,7 +16,7 @@
 """
 What a query's text work costs: generate_text timed for the runtimes that answer queries.
 
-The arm holds for a query's text work plus one turnaround (README "Ask the policy"); this
+The arm holds for a query's text work plus one turnaround (docs/ask.md); this
 times the text work alone, in this process, one torch thread (the server's ``cpu_threads``
 default), on a 640x480 frame: the scripted pick expert (answers from the simulated cube pose)
 and a transformers vision-language model folder (``--text-model FOLDER``, or ``--tiny``: the

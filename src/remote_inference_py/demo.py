@@ -27,8 +27,8 @@ asynchronous execution's numbers) and writes a plot and a video of the run.
 ``--ask TEXT`` asks the policy while the arm works (``--ask-at`` seconds after motion
 started; ``--ask-kind`` question, the default, or subtask), through the executor's
 ``executor/query`` action as ``ros2 action send_goal`` does, and prints the answer and how long
-the arm held for it: the scripted expert answers from the simulated cube (README "Ask the
-policy"). The video captions the question while the arm holds, then the answer.
+the arm held for it: the scripted expert answers from the simulated cube (docs/ask.md). The
+video captions the question while the arm holds, then the answer.
 
 ``--policy demo`` serves the built-in demo policy (a loop in joint space), ``--policy idle``
 one that does nothing (the pick fails), and ``--policy PATH`` a ``.pt2`` / TorchScript

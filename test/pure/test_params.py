@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""One declaration per setting: parameters, descriptors, configs, live changes, README."""
+"""One declaration per setting: parameters, descriptors, configs, live changes, docs tables."""
 
 import dataclasses
 import importlib.util
@@ -147,28 +147,28 @@ def load_tool():
     return module
 
 
-def test_the_readme_tables_are_the_specs():
+def test_the_parameter_tables_are_the_specs():
     tool = load_tool()
-    stale = tool.stale(tool.README.read_text(), tool.node_specs())
-    assert not stale, (f'README.md parameter tables of {", ".join(stale)} differ from the '
+    stale = tool.stale(tool.PAGE.read_text(), tool.node_specs())
+    assert not stale, (f'docs/parameters.md tables of {", ".join(stale)} differ from the '
                        f'PARAMETERS specs; regenerate with: {tool.COMMAND} (in ./run shell)')
 
 
-def test_the_readme_check_notices_a_changed_spec(tmp_path):
+def test_the_table_check_notices_a_changed_spec(tmp_path):
     tool = load_tool()
     specs = tool.node_specs()
-    text = tool.README.read_text()
+    text = tool.PAGE.read_text()
     changed = dict(specs, hardware_interface=[
         dataclasses.replace(spec, description=spec.description + ' Changed.')
         if spec.name == 'port' else spec for spec in specs['hardware_interface']])
     assert tool.stale(text, changed) == ['hardware_interface']
-    readme = tmp_path / 'README.md'
-    readme.write_text(tool.render(text, changed))
-    assert tool.stale(readme.read_text(), changed) == []
-    assert tool.main(['--check', '--readme', str(readme)]) == 1   # against the real specs
-    assert 'Changed.' in readme.read_text()
-    assert tool.main(['--readme', str(readme)]) == 0              # regenerates
-    assert readme.read_text() == text
+    page = tmp_path / 'parameters.md'
+    page.write_text(tool.render(text, changed))
+    assert tool.stale(page.read_text(), changed) == []
+    assert tool.main(['--check', '--page', str(page)]) == 1   # against the real specs
+    assert 'Changed.' in page.read_text()
+    assert tool.main(['--page', str(page)]) == 0              # regenerates
+    assert page.read_text() == text
     with pytest.raises(ValueError, match='markers for executor'):
         tool.render('no markers here', specs)
 
@@ -316,7 +316,7 @@ def test_build_config_turns_a_refusal_into_a_config_error():
     assert build_config(ServerConfig, {'deployment': 'x'}).deployment == 'x'
 
 
-# ---- every bound of every parameter of every node: descriptor, config and README agree ----
+# ---- every bound of every parameter of every node: descriptor, config and docs agree ----
 
 def edge_values(spec):
     """Return ``[(value, inside)]`` just inside and just outside each bound of ``spec``."""
@@ -350,9 +350,9 @@ def ranged(node):
     return [spec for spec in SPECS[node].values() if spec.low is not None]
 
 
-def readme_rows(node):
-    """Return ``{name: [type, default, unit, range, live]}`` from the README's table."""
-    text = (ROOT / 'README.md').read_text()
+def table_rows(node):
+    """Return ``{name: [type, default, unit, range, live]}`` from docs/parameters.md's table."""
+    text = (ROOT / 'docs' / 'parameters.md').read_text()
     begin = text.index(f'<!-- parameters:{node} (generated')
     table = text[begin:text.index(f'<!-- parameters:{node} end -->')]
     rows = {}
@@ -385,10 +385,10 @@ def startup_verdict(spec, value):
 
 
 @pytest.mark.parametrize('node', sorted(SPECS))
-def test_every_range_is_the_same_in_descriptor_config_and_readme(node, ros_context):
+def test_every_range_is_the_same_in_descriptor_config_and_docs(node, ros_context):
     """Just inside and just outside each bound: start-up, live set and config agree."""
-    rows = readme_rows(node)
-    assert set(rows) == set(SPECS[node]), 'README table and declaration list the same names'
+    rows = table_rows(node)
+    assert set(rows) == set(SPECS[node]), 'docs table and declaration list the same names'
     # A scratch node with every ranged parameter declared writable, to ask rclpy's own
     # descriptor check (the node's structural ones cannot be set live at all).
     scratch = Node(f'ranges_{node}', context=ros_context)
@@ -420,8 +420,8 @@ def test_every_range_is_the_same_in_descriptor_config_and_readme(node, ros_conte
 
 
 @pytest.mark.parametrize('node', sorted(SPECS))
-def test_every_choice_is_the_same_in_config_startup_and_readme(node):
-    rows = readme_rows(node)
+def test_every_choice_is_the_same_in_config_startup_and_docs(node):
+    rows = table_rows(node)
     specs = [spec for spec in SPECS[node].values() if spec.choices]
     for spec in specs:
         assert rows[spec.name][3] == spec.range_text()

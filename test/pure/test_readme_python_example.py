@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Run the README's 'Use the executor core from Python' example and check what it does."""
+"""Run the 'Use the executor core from Python' example of docs/executor.md and check it."""
 
 from pathlib import Path
 import re
@@ -21,19 +21,19 @@ import numpy as np
 
 from remote_inference_py.executor.core import State
 
-README_PATH = Path(__file__).resolve().parents[2] / 'README.md'
-SECTION = '### Use the executor core from Python'
+PAGE_PATH = Path(__file__).resolve().parents[2] / 'docs' / 'executor.md'
+SECTION = '## Use the executor core from Python'
 
 
 def example_code():
-    text = README_PATH.read_text()
+    text = PAGE_PATH.read_text()
     section = text[text.index(SECTION):]
     return re.search(r'```python\n(.*?)```', section, re.DOTALL).group(1)
 
 
-def test_readme_example_runs_and_stops_at_the_initial_pose(capsys):
-    namespace = {'__name__': 'readme_example'}
-    exec(compile(example_code(), str(README_PATH), 'exec'), namespace)
+def test_docs_example_runs_and_stops_at_the_initial_pose(capsys):
+    namespace = {'__name__': 'docs_example'}
+    exec(compile(example_code(), str(PAGE_PATH), 'exec'), namespace)
     printed = capsys.readouterr().out
     stats = namespace['stats']
     assert stats.state == State.STOPPED

@@ -30,11 +30,11 @@ def test_every_interface_file_is_listed_and_documented():
     assert listed == set(MESSAGES)
     assert {p.stem for p in (ROOT / 'srv').glob('*.srv')} == set(SERVICES)
     cmake = (ROOT / 'CMakeLists.txt').read_text()
-    readme = (ROOT / 'README.md').read_text()
+    table = (ROOT / 'docs' / 'interfaces.md').read_text()
     for path in [*(ROOT / 'msg').glob('*.msg'), *(ROOT / 'srv').glob('*.srv'),
                  *(ROOT / 'action').glob('*.action')]:
-        assert f'| `{path.parent.name}/{path.name}` |' in readme, \
-            f"{path.name} is not in the README's Interfaces table"
+        assert f'| `{path.parent.name}/{path.name}` |' in table, \
+            f'{path.name} is not in the table of docs/interfaces.md'
         assert f'{path.parent.name}/{path.name}' in cmake, f'{path.name} not in CMakeLists.txt'
         first = path.read_text().splitlines()[0]
         assert first.startswith('# ') and len(first) > 20, f'{path.name} lacks a header comment'

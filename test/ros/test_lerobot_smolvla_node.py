@@ -22,7 +22,7 @@ serves two executors in turn, ``chunk_merge: aligned`` then ``rtc``: both are
 admitted and keep the arm running, and the seams (the executor's largest joint jump where a
 new chunk takes over) are printed and recorded; they are not compared (see the test). The
 executor's ``task`` parameter set live reaches the server in the next requests. The measured
-numbers are in the README.
+numbers are in docs/lerobot.md.
 """
 
 import os
@@ -171,4 +171,4 @@ def test_two_tasks_then_the_simulated_arm_aligned_then_rtc_with_a_task_set_live(
     # Not asserted: rtc's seams against aligned's. Measured here, both medians were 0.258 rad,
     # made of the same recurring jumps (0.2575 and 0.459 rad) in both modes, not explained yet
     # (a clamp between the commanded target and the chunk is suspected); the frozen rows'
-    # agreement with the plan is tested in test_lerobot_smolvla.py. README: SmolVLA.
+    # agreement with the plan is tested in test_lerobot_smolvla.py. docs/lerobot.md: SmolVLA.

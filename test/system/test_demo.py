@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The README's main job (``./run demo``) runs the whole simulated system and reports it."""
+"""The main job (``./run demo``) runs the whole simulated system and reports it."""
 
 import os
 import re
@@ -39,7 +39,7 @@ def row(stdout, name):
 
 def test_the_demo_picks_up_the_cube_and_shows_it(tmp_path):
     out = tmp_path / 'demo'
-    # Asked mid-task (README "Ask the policy"): the arm holds for the answer, then goes on.
+    # Asked mid-task (docs/ask.md): the arm holds for the answer, then goes on.
     result = run_demo('--out', str(out), '--ask', 'is the cube held?', '--ask-at', '2')
     assert result.returncode == 0, result.stdout + result.stderr
     picked = re.match(r'SUCCEEDED in ([\d.]+) s', row(result.stdout, 'pick the cube'))

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-The README's commands, typed as a user types them: ``ros2 launch``, ``ros2 param``,
+The documented commands, typed as a user types them: ``ros2 launch``, ``ros2 param``,
 ``ros2 service call``, ``ros2 node list``; and every way a launch gets stopped.
 
 Each stop must end with the measured pose back within 0.05 rad of the pose before motion
@@ -355,7 +355,7 @@ def test_show_args_lists_the_arguments(ros2):
 
 
 def test_the_readme_setup_bash_is_sourced_by_bash(ros2):
-    """``source install/setup.bash`` (README) works and finds the package and its launch."""
+    """``source install/setup.bash`` (docs/ros2-install.md) finds the package and its launch."""
     script = (f'set -e; source {ROOT}/install/setup.bash; ros2 pkg prefix remote_inference; '
               'ros2 launch remote_inference bringup.launch.py --show-args >/dev/null; '
               'echo sourced-ok')
@@ -371,7 +371,7 @@ def test_a_lerobot_act_folder_through_ros2_launch(ros, launch_factory, tmp_path)
 
     The ACT is built and saved by LeRobot itself (random weights, chunk_size 100,
     n_action_steps 50, camera at the simulator's 48x64); the config copy sets what a LeRobot
-    folder does not record (the action rate) and a small camera, as the README says.
+    folder does not record (the action rate) and a small camera, as docs/ros2-install.md says.
     """
     import lerobot_checkpoints as checkpoints
     folder = checkpoints.make_checkpoint(tmp_path / 'act', 'act', image_shape=(3, 48, 64),

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-The README's ``ros2 action send_goal /executor/query ...``, typed as a user types it.
+docs/ask.md's ``ros2 action send_goal /executor/query ...``, typed as a user types it.
 
 The executor, the policy server (scripted expert) and a kinematic arm run as processes; the
 real ``ros2 action`` tool asks a question while the arm moves and prints the answer. Skips

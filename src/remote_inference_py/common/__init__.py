@@ -18,7 +18,7 @@ What every node shares: its ``main()``, its settings and parameters, its tick, i
 Only :mod:`.node_main` and :mod:`.params` import ROS; the other modules are pure.
 
 - :mod:`.settings`: one declaration per setting (a field of a frozen config dataclass, made by
-  ``setting()``), its checks and the README's parameter tables; no ROS.
+  ``setting()``), its checks and the tables of docs/parameters.md; no ROS.
 - :mod:`.params`: the ROS side of those declarations: parameters with their descriptors,
   declared, validated at start-up and updated live.
 - :mod:`.node_main`: ``run_node()``: start-up, signals, the stop rule, which rclpy executor spins.

@@ -264,7 +264,7 @@ def run_node(node_factory, args=None, config_errors=()):
             finally:
                 # The node's own clean-up is done (the arm returned, torque off): what is left
                 # is DDS tearing the endpoints down, which Fast DDS 3.2 can deadlock against
-                # its discovery thread (README, "Tests"). Bounded: after TEARDOWN_BOUND_S every
+                # its discovery thread (docs/tests.md). Bounded: after TEARDOWN_BOUND_S every
                 # thread's stack goes to stderr and the process exits with code 1, instead
                 # of hanging until someone kills it.
                 faulthandler.dump_traceback_later(TEARDOWN_BOUND_S, exit=True)

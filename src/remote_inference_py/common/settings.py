@@ -30,7 +30,7 @@ everything else is derived from it:
   change in the on-set callback and applies it once;
 - the config's own checks (:func:`check_settings`, called first in ``__post_init__``): type,
   NaN, range and choices, with the message a start-up value out of range gets too;
-- the README's parameter tables (:func:`markdown_table`, written by ``tools/param_tables.py``).
+- the tables of docs/parameters.md (:func:`markdown_table`, written by ``tools/param_tables.py``).
 
 A class built from a node's config that also stands alone (a driver's, a worker's, a
 simulation's settings, made directly by tools and tests) does not declare those settings
@@ -52,7 +52,7 @@ REL_TOL = 1e-6
 """A value this close (relative) to a bound is on it (rclpy's ``Node.PARAM_REL_TOL``)."""
 
 KINDS = {bool: 'bool', int: 'int', float: 'double', str: 'string'}
-"""Python type of a field (or of a tuple's items) -> type name in the README and errors."""
+"""Python type of a field (or of a tuple's items) -> type name in the docs and errors."""
 
 TYPE_WORDS = {'bool': 'a bool', 'int': 'an integer', 'double': 'a number', 'string': 'a string',
               'bool[]': 'a list of bools', 'int[]': 'a list of integers',
@@ -62,7 +62,7 @@ TYPE_WORDS = {'bool': 'a bool', 'int': 'an integer', 'double': 'a number', 'stri
 @dataclasses.dataclass(frozen=True)
 class ParamSpec:
     """
-    The declaration of one setting: what its parameter, its check and its README row say.
+    The declaration of one setting: what its parameter, its check and its docs table row say.
 
     ``type`` is ``bool``, ``int``, ``double`` or ``string``, with ``[]`` for a list;
     ``default`` None is a list left unset (ROS cannot type an empty list; the node reports it
@@ -92,7 +92,7 @@ class ParamSpec:
         return not self.live
 
     def range_text(self) -> str:
-        """Return the accepted values as the README and the descriptor say them."""
+        """Return the accepted values as the docs table and the descriptor say them."""
         if self.low is not None:
             return f'{self.low} to {self.high}'
         if self.choices:

@@ -49,7 +49,7 @@ the gravity torque divided by the gain: the arm settles where the plan says inst
 sagging a few centimetres.
 
 **Text.** The expert also answers the executor's queries while the arm holds (question,
-subtask, steering; README "Ask the policy"), from the same observation, with scripted
+subtask, steering; docs/ask.md), from the same observation, with scripted
 sentences (:mod:`.sim_answers`): where the cube is and whether it is held, and its next phase
 as the subtask.
 

@@ -17,7 +17,7 @@
 Each field made with :func:`~remote_inference_py.common.settings.setting` is one executor
 parameter, declared once here: type, default, unit, range or choices, description, and
 whether it may change while running (``live``). The node declares its parameters from these
-fields, the README's table is written from them, and the checks below run on every value,
+fields, docs/parameters.md's table is written from them, and the checks below run on every value,
 at start-up and live. :class:`ExecutorConfig` is what the core uses; :class:`NodeSettings`
 what only the node uses (admission, output, start). The fields that are not live shape the
 session (:data:`STRUCTURAL_FIELDS`); `ExecutorCore.update_config` applies the others while

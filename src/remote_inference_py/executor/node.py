@@ -40,7 +40,7 @@ Services: ``policy/get_capabilities``, ``policy/admit`` and ``policy/ask`` (clie
 ``executor/start`` and ``executor/stop`` (``std_srvs/Trigger``).
 
 Action: ``executor/query`` (remote_inference/action/Query): ask the policy a question, for the
-next subtask, or steer, while the arm holds (README "Ask the policy"). The pure state machine
+next subtask, or steer, while the arm holds (docs/ask.md). The pure state machine
 is :mod:`.query`; here the goal is checked (:func:`.query.refusal`: a refusal aborts the goal
 with its reason and nothing moves), then the control tick steps the query, pauses and resumes
 the core, calls ``policy/ask`` and publishes feedback; the goal's coroutine only awaits the

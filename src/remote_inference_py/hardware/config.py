@@ -17,7 +17,7 @@ The hardware interface's settings as one frozen, validated dataclass, and its pa
 
 Each field of :class:`HardwareConfig` is one parameter of the node, declared once here with
 :func:`~remote_inference_py.common.settings.setting` (type, default, unit, range or choices,
-description, live or not); the node's parameters and the README's table come from it. The
+description, live or not); the node's parameters and docs/parameters.md's table come from it. The
 checks a range cannot express (a port for the servo bus, one motor id and one limit per
 joint, ...) raise ValueError naming the parameter. The live fields apply from the next command.
 

@@ -17,7 +17,7 @@ The policy server's settings as one frozen, validated dataclass (no ROS).
 
 Each field of :class:`ServerConfig` is one parameter of the node, declared once here with
 :func:`~remote_inference_py.common.settings.setting` (type, default, unit, range or choices,
-description, live or not); the node's parameters and the README's table come from it. The
+description, live or not); the node's parameters and docs/parameters.md's table come from it. The
 core takes the config itself as its settings; what the runtime registry needs to load the
 policy comes from :meth:`.runtimes.RuntimeOptions.from_config`. Nothing repeats a declaration:
 ``RuntimeOptions`` takes its defaults from these fields and checks its values by them, and the

@@ -43,7 +43,7 @@ With ``interface_namespace`` ``<space>`` the ``policy/`` names are
 ``<ns>/<space>/policy/...``: several servers then serve one robot namespace side by side, and
 the robot's executor chooses among them (its ``policy_servers``).
 
-Text queries (README "Ask the policy"): ``policy/ask`` answers the executor's question,
+Text queries (docs/ask.md): ``policy/ask`` answers the executor's question,
 subtask and steering queries with the runtime's ``generate_text`` (or the ``text_model``'s),
 on a text thread of its own (:class:`.text.TextWorker`): the service callback is a coroutine
 that awaits the text thread's answer, so the node's executor goes on taking samples and

@@ -29,8 +29,8 @@ observation's capture time. Other runtimes are called without it. A runtime that
 numbers reseeds them in ``reset(seed)``, called by the evaluation at the start of each
 episode.
 
-A runtime that generates text (the executor's queries while the arm holds, README "Ask the
-policy") lists the query kinds it answers in ``text_commands`` (``question``, ``subtask``,
+A runtime that generates text (the executor's queries while the arm holds, docs/ask.md)
+lists the query kinds it answers in ``text_commands`` (``question``, ``subtask``,
 ``steering``) and implements ``generate_text(kind, text, task, inputs)``: the same model inputs
 as ``infer`` without the batch dimension, returning a :class:`TextAnswer`. The default offers
 none, and the server refuses every query to it by name.

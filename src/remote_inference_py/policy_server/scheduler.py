@@ -32,7 +32,7 @@ scheduler owns
   arrives while a pass runs, and observation deadlines (it sleeps until the next one);
 - the inline fast path: with ``inline`` (a model measured fast enough at warm-up, one robot)
   the callback that makes a request ready serves it itself when no pass is running. Waking
-  another thread costs a hand-off (see the README's policy server benchmark); a sample then
+  another thread costs a hand-off (see docs/benchmarks.md, policy_server); a sample then
   does not wake the inference thread at all. ``extra_compute_s`` > 0 turns it off: a
   deliberately slow pass must not hold up the callbacks;
 - the delivery thread, which publishes the answers held back by ``extra_latency_s``, in order
