@@ -99,7 +99,8 @@ from remote_inference_py.policy_server.runtimes import (
 from remote_inference_py.policy_server.sampler import (
     guidance_weight, prefix_weights, sampler_from_dict, SamplerError, SamplerOverrides,
     SamplerSettings)
-from remote_inference_py.policy_server.torch_runtime import checkpoint_paths, load_exported
+from remote_inference_py.policy_server.torch_runtime import (
+    checkpoint_paths, exported_module, load_exported)
 
 
 SPLIT_TOLERANCE = 1e-4
@@ -378,11 +379,11 @@ def load_split(manifest: pathlib.Path, spec: PolicySpec, model, device):
         if not path.is_file():
             raise RuntimeLoadError(f'{where}: split.{key} file {str(path)!r} does not exist')
         try:
-            part = torch.export.load(str(path)).module()
+            part = exported_module(torch.export.load(str(path)), device)
         except Exception as error:  # noqa: B902 - torch raises many types for a bad file
             raise RuntimeLoadError(f'{where}: cannot load split.{key} {str(path)!r}: '
                                    f'{first_line(error)}') from None
-        parts.append(part.to(device) if device.type != 'cpu' else part)
+        parts.append(part)
     encoder, head = parts
     features = [torch.from_numpy(v).to(device) for v in zero_inputs(spec, 1).values()]
     generator = torch.Generator(device='cpu').manual_seed(0)

@@ -113,10 +113,21 @@ def load_exported(path: pathlib.Path, spec: PolicySpec, device: Any,
     import torch
     program = torch.export.load(str(path))
     spec = _check_exported_inputs(program, spec, path, leading)
-    model = program.module()
+    return exported_module(program, device), spec
+
+
+def exported_module(program: Any, device: Any):
+    """Return an ExportedProgram's module on ``device``.
+
+    A program exported on the CPU has the CPU burnt into the tensors it creates itself (a
+    ``linspace`` or ``zeros`` with ``device=cpu`` in its graph: the flow policy's spatial
+    softmax has two); moving its weights alone would leave those behind, so on another device
+    the whole program is moved (``torch.export.passes.move_to_device_pass``).
+    """
     if device.type != 'cpu':
-        model = model.to(device)
-    return model, spec
+        from torch.export.passes import move_to_device_pass
+        program = move_to_device_pass(program, device)
+    return program.module()
 
 
 def _check_exported_inputs(program: Any, spec: PolicySpec, path: pathlib.Path,
