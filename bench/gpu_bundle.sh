@@ -7,8 +7,9 @@
 #
 #   bench/gpu_bundle.sh            LeRobot 0.6.1 and what its ACT, diffusion and SmolVLA
 #                                  imports need, beyond what the device image already has
-#   bench/gpu_bundle.sh --ros      also the ROS 2 wheels of requirements.txt (into .whl-ros/,
-#                                  measured separately: they may not fit the 64 MiB a call)
+#   bench/gpu_bundle.sh --ros      also the ROS 2 runtime wheels of requirements.txt and every
+#                                  ros-* wheel they need (into .whl-ros/, measured apart:
+#                                  45 MB, which does not fit one 64 MiB call beside .whl/)
 #
 # Each wheel is fetched with --no-deps: the device image (docs/gpu.md, "The device check")
 # already holds torch 2.11, torchvision 0.26, numpy, safetensors, huggingface-hub, accelerate,
@@ -34,7 +35,6 @@ LEROBOT_WHEELS=(
   docopt==0.6.2                  # num2words (an sdist only: built to a wheel below)
   'diffusers>=0.35,<0.36'        # lerobot[diffusion]
 )
-ROS_WHEELS=$(grep -E '^ros-' "$ROOT/requirements.txt" || true)
 PLATFORMS=()
 for tag in manylinux_2_39_x86_64 manylinux_2_35_x86_64 manylinux_2_34_x86_64 \
            manylinux_2_31_x86_64 manylinux_2_28_x86_64 manylinux_2_27_x86_64 \
@@ -58,11 +58,38 @@ for spec in "${LEROBOT_WHEELS[@]}"; do
   fetch "$DEST" "$spec"
 done
 if [ "${1:-}" = --ros ]; then
+  # The ROS 2 runtime packages requirements.txt names, with every ros-* package they need in
+  # turn (read from each wheel's Requires-Dist); their few non-ROS needs are listed at the end.
   mkdir -p "$ROOT/.whl-ros"
-  for spec in $ROS_WHEELS; do
-    echo "gpu_bundle: $spec" >&2
-    fetch "$ROOT/.whl-ros" "$spec" || echo "gpu_bundle: no cp312 wheel for $spec" >&2
-  done
+  "$PY" - "$ROOT/.whl-ros" "$ROOT/requirements.txt" "${PLATFORMS[@]}" <<'PY'
+import pathlib, re, subprocess, sys, zipfile
+dest, requirements, platforms = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+wanted = r'ros-(rclpy|rmw-fastrtps-cpp|fastdds|[a-z-]*-(msgs|srvs|interfaces))=='
+todo = [line.strip() for line in open(requirements) if re.match(wanted, line)]
+seen, others = set(), set()
+while todo:
+    spec = todo.pop()
+    name = re.split(r'[=<>!~;\[ ]', spec)[0].lower().replace('_', '-')
+    if name in seen:
+        continue
+    seen.add(name)
+    print(f'gpu_bundle: {spec}', file=sys.stderr)
+    subprocess.run([sys.executable, '-m', 'pip', 'download', '-q', '--no-deps',
+                    '--only-binary=:all:', '--python-version', '3.12', '--implementation', 'cp',
+                    *platforms, '-d', str(dest), spec], check=True)
+    wheel = max(dest.glob(name.replace('-', '_') + '-*.whl'), key=lambda p: p.stat().st_mtime)
+    archive = zipfile.ZipFile(wheel)
+    metadata = next(n for n in archive.namelist() if n.endswith('.dist-info/METADATA'))
+    for line in archive.read(metadata).decode().splitlines():
+        if line.startswith('Requires-Dist:') and 'extra ==' not in line:
+            requirement = line.split(':', 1)[1].split(';')[0].replace(' ', '')
+            if requirement.lower().startswith('ros-'):
+                todo.append(requirement)
+            else:
+                others.add(requirement)
+print(f'gpu_bundle: non-ROS needs of the ROS wheels: {" ".join(sorted(others))}',
+      file=sys.stderr)
+PY
 fi
 echo "== $DEST: $(du -sh "$DEST" | cut -f1) in $(ls "$DEST" | wc -l) wheels"
 ls -s --block-size=K "$DEST" | sed 1d
