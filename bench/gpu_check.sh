@@ -11,8 +11,8 @@
 # It installs the carried wheels (LeRobot 0.6.1 and what it imports; nothing when .whl/ is
 # absent) into a private folder, runs bench/bench_gpu.py with the repository's sources on the
 # path (no build, no ROS: the runtimes and the server core are plain Python), and leaves
-# bench/results/gpu.md (and gpu.json, the log, nvidia-smi's view) in bench/results and in
-# $OUT when that is set. OPTIONS go to bench_gpu.py (its --help; default: every model, float32
+# bench/results/gpu.md and gpu.json, and copies them with the log and nvidia-smi's view
+# (written to $OUT, or /tmp/bench_gpu_logs without it) to $OUT when that is set. OPTIONS go to bench_gpu.py (its --help; default: every model, float32
 # and bfloat16, with and without compile, batch 1/4/8, within --budget-s 420). On a GPU host
 # with network and this repository set up, `./run bench gpu` runs the same benchmark.
 set -uo pipefail
@@ -20,6 +20,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 SITE=${RI_GPU_SITE:-/tmp/remote_inference_site}
 RESULTS=$ROOT/bench/results
+LOGS=${OUT:-/tmp/bench_gpu_logs}
+mkdir -p "$LOGS"
 PY=${PYTHON:-python3}
 if compgen -G "$ROOT/.whl/*.whl" >/dev/null; then
   echo "gpu_check: installing $(ls "$ROOT"/.whl/*.whl | wc -l) carried wheels into $SITE" >&2
@@ -29,8 +31,8 @@ fi
 export PYTHONPATH=$ROOT/src:$ROOT/test:$ROOT/bench:$SITE${PYTHONPATH:+:$PYTHONPATH}
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.mem \
-  --format=csv > "$RESULTS/gpu_nvidia_smi.txt" 2>&1 || echo "no nvidia-smi" > "$RESULTS/gpu_nvidia_smi.txt"
-cat "$RESULTS/gpu_nvidia_smi.txt"
+  --format=csv > "$LOGS/gpu_nvidia_smi.txt" 2>&1 || echo "no nvidia-smi" > "$LOGS/gpu_nvidia_smi.txt"
+cat "$LOGS/gpu_nvidia_smi.txt"
 "$PY" - <<'PY'
 import importlib, sys
 for name in ('torch', 'torchvision', 'transformers', 'lerobot', 'numpy'):
@@ -45,10 +47,9 @@ PY
 # The benchmark stops starting cells after --budget-s; timeout is the backstop that still
 # leaves the partial tables it rewrote after every stage.
 timeout 560 "$PY" bench/bench_gpu.py --work-dir /tmp/bench_gpu_work "$@" 2>&1 \
-  | tee "$RESULTS/gpu_log.txt"
+  | tee "$LOGS/gpu_log.txt"
 status=${PIPESTATUS[0]}
 if [ -n "${OUT:-}" ]; then
-  cp "$RESULTS"/gpu.md "$RESULTS"/gpu.json "$RESULTS"/gpu_log.txt "$RESULTS"/gpu_nvidia_smi.txt \
-    "$OUT"/ 2>/dev/null
+  cp "$RESULTS"/gpu.md "$RESULTS"/gpu.json "$OUT"/ 2>/dev/null
 fi
 exit "$status"
