@@ -205,11 +205,15 @@ def parameters(runtime):
 
 
 def serve_cell(folder, kind, dtype, compiled, batches, passes, device, reference):
-    """Load, warm up and time one (model, dtype, compile) cell; return its rows."""
+    """Load, warm up and time one (model, dtype, compile) cell; return its rows.
+
+    The GPU memory column is the peak of our runtime alone: LeRobot's own copy of the policy
+    is loaded after our passes are timed and the peak is read.
+    """
     import torch
     from remote_inference_py.policy_server.loading import load_runtime
     from remote_inference_py.policy_server.runtimes import RuntimeOptions, warm_up
-    rows = []
+    rows, inputs = [], {}
     with gpu_peak() as peak:
         began = time.perf_counter()
         runtime = load_runtime(RuntimeOptions(checkpoint=str(folder), fps=30.0, device=device,
@@ -218,28 +222,31 @@ def serve_cell(folder, kind, dtype, compiled, batches, passes, device, reference
         served = [b for b in batches if b <= runtime.max_batch_size]
         report = warm_up(runtime, 3, max(served))
         rng = np.random.default_rng(SEED)
-        own = LeRobotOwn(folder, runtime.torch_device) if reference else None
         for batch in batches:
             if batch not in served:
                 rows.append(dict(model=kind, dtype=dtype, compile=compiled, batch=batch,
                                  note=f'the runtime serves {runtime.max_batch_size} per pass'))
                 continue
-            inputs = [random_inputs(runtime.spec, batch, rng) for _ in range(4)]
+            inputs[batch] = [random_inputs(runtime.spec, batch, rng) for _ in range(4)]
             tasks = ['pick up the cube'] * batch
-            ours = timed(lambda x: runtime.infer(x, tasks), inputs, passes)
-            row = dict(model=kind, dtype=dtype, compile=compiled, batch=batch,
-                       params=parameters(runtime), load_s=load_s, warm_s=report.total_s,
-                       ours=percentiles(ours))
-            if own is not None:
-                own(inputs[0])   # its own warm-up at this batch size
-                theirs = timed(own, inputs, passes)
-                row['lerobot'] = percentiles(theirs)
-            rows.append(row)
-        own = None
+            ours = timed(lambda x: runtime.infer(x, tasks), inputs[batch], passes)
+            rows.append(dict(model=kind, dtype=dtype, compile=compiled, batch=batch,
+                             params=parameters(runtime), load_s=load_s, warm_s=report.total_s,
+                             ours=percentiles(ours)))
+        torch_device = runtime.torch_device
         runtime.close()
         runtime = None
     for row in rows:
         row['gpu_mb'] = peak['mb']
+    if reference:
+        gc.collect()
+        own = LeRobotOwn(folder, torch_device)
+        for row in rows:
+            if row['batch'] in inputs:
+                own(inputs[row['batch']][0])   # its own warm-up at this batch size
+                row['lerobot'] = percentiles(timed(own, inputs[row['batch']], passes))
+        own = None
+    gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
     return rows
