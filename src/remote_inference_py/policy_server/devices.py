@@ -27,8 +27,8 @@ uses this module the same way (docs/gpu.md):
   frame travels as bytes); integer inputs keep their type.
 - :func:`autocast` runs the forward pass in a 16-bit dtype: the weights are cast to it at load
   (:func:`cast_module`: half the memory and the bandwidth), and ``torch.autocast`` makes the
-  tensors a model creates itself in float32 (ACT's latent, a flow policy's time features, an
-  export's constants) meet them in the same dtype; float32 runs without it.
+  tensors a model creates itself in float32 (ACT's latent, the flow encoder's spatial-softmax
+  grid, an export's constants) meet them in the same dtype; float32 runs without it.
 - :func:`compile_module` wraps a module in ``torch.compile`` (the ``compile`` setting); the
   first call per input shape compiles, which the warm-up does for every batch size.
 - :func:`synchronize` waits for the device (a benchmark's timer; a runtime's own output copy
