@@ -21,7 +21,8 @@ this runs them in turn, then writes all results into one document, ``bench/resul
 measure, they do not pass or fail. Budget: under 15 minutes on a 2-core machine. Soaks and
 other long runs (``SOAKS``: the presence soak, 40 minutes and more; the discovery benchmark,
 which starts up to 32 processes per cell, 18 minutes on a loaded machine) run only by name:
-``./run bench presence``, ``./run bench discovery``.
+``./run bench presence``, ``./run bench discovery``; so does the GPU benchmark, which refuses a
+machine without CUDA: ``./run bench gpu`` (docs/gpu.md).
 
 ``python bench/run_all.py NAME ...`` runs only those benchmarks. ``--smoke`` runs each in its
 smoke mode (bench/smoke.py), soaks included, with every result in one folder outside
@@ -40,6 +41,7 @@ import time
 import smoke
 
 SOAKS = ('bench_presence.py', 'bench_discovery.py')
+BY_NAME_ONLY = SOAKS + ('bench_gpu.py',)   # bench_gpu measures a GPU: ./run bench gpu
 
 
 def main(argv=None):
@@ -57,7 +59,7 @@ def main(argv=None):
                          f'{", ".join(known)}')
         scripts = [known[name] for name in options.names]
     elif not options.smoke:
-        scripts = [script for script in scripts if script.name not in SOAKS]
+        scripts = [script for script in scripts if script.name not in BY_NAME_ONLY]
     results = smoke.results_dir(options)
     env = dict(os.environ, **{smoke.RESULTS_ENV: str(results)}) if options.smoke else None
     failed = []

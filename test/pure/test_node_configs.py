@@ -142,7 +142,8 @@ def test_load_policy_loads_warms_up_and_says_so():
         assert loaded.core.runtime is loaded.runtime
         assert loaded.core.settings.deployment == 'so101'
         assert len(lines) == 4
-        assert lines[0] == 'loading the policy (policy_type=auto, checkpoint=none, device=cpu)'
+        assert lines[0] == ('loading the policy (policy_type=auto, checkpoint=none, device=auto, '
+                            'dtype=float32)')
         assert lines[1].startswith("policy 'demo' from ") and 'loaded in' in lines[1]
         assert lines[2].startswith('warm-up: ') and lines[2].endswith('inline when ready')
         assert lines[3] == 'text commands: none'

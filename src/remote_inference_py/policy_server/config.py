@@ -28,12 +28,18 @@ the three injected delays) may change while serving; everything else is fixed at
 """
 
 import dataclasses
+import re
 from typing import Dict, Tuple
 
 from remote_inference_py.common.settings import check_settings, live_names, setting
 from remote_inference_py.contract.admission import MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S
 from remote_inference_py.policy_server.manifest import ENCODING_CONVERSIONS
 from remote_inference_py.policy_server.topics import IMAGE_TRANSPORTS, parse_feature_topics
+
+DTYPES = ('float32', 'bfloat16', 'float16')
+"""The choices of the ``dtype`` setting (checked against the policy and device at load)."""
+DEVICE_PATTERN = re.compile(r'^(auto|cpu|mps|cuda(:\d+)?)$')
+"""What the ``device`` setting may say."""
 
 POLICY_TYPES = ('auto', 'demo', 'torchscript', 'torch_export', 'flow_matching', 'lerobot',
                 'python')
@@ -59,7 +65,17 @@ class ServerConfig:
         'package.module:factory for python; empty: the built-in demo.')
     manifest: str = setting(
         '', 'Manifest (JSON/YAML); empty: <checkpoint stem>.json|.yaml beside it.')
-    device: str = setting('cpu', 'Torch device: cpu, cuda, cuda:<n> or mps.')
+    device: str = setting(
+        'auto', 'Torch device: auto (cuda when torch.cuda.is_available(), else cpu), cpu, '
+        'cuda, cuda:<n> or mps; an unavailable device stops start-up with a message naming '
+        'it (docs/gpu.md).')
+    dtype: str = setting(
+        'float32', "Floating-point type of the policy's weights and inputs; bfloat16 or "
+        'float16 only where the policy and the device allow (float16: not on the CPU); '
+        'chunks are returned in float32 either way (docs/gpu.md).', choices=DTYPES)
+    compile: bool = setting(
+        False, 'Run the policy through torch.compile (compiled at warm-up, once per batch '
+        'size; minutes on a large model); off: eager PyTorch (docs/gpu.md).')
     cpu_threads: int = setting(
         1, "CPU threads torch may use (0: torch's default, every core). 1 keeps the other "
         'cores for the robot side; measured 10-100x faster small-model passes on a busy'
@@ -172,6 +188,9 @@ class ServerConfig:
         if len(self.demo_image_size) != 2:
             raise ValueError(f"parameter 'demo_image_size' must be [height, width], got "
                              f'{list(self.demo_image_size)}')
+        if not DEVICE_PATTERN.match(self.device):
+            raise ValueError(f"parameter 'device' must be auto, cpu, cuda, cuda:<index> or mps,"
+                             f' got {self.device!r}')
         if not self.deployment:
             raise ValueError("parameter 'deployment' must not be empty")
         robots = self.robot_namespaces

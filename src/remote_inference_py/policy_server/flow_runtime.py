@@ -68,6 +68,15 @@ re-export is needed: it is derived from the existing ``model.head.pt2``. With th
 the encoder, too, runs as a graph traced per input shapes (:class:`TracedEncoder`, checked at
 load on random inputs; :attr:`FlowMatchingRuntime.encoder_trace_error` says why not).
 
+Device, dtype and compile (docs/gpu.md): the exported parts run on the ``device`` setting's
+device, cast to its ``dtype`` after the split check (which runs in float32); the inputs are
+staged there once per chunk (:class:`.devices.InputStager`), the noise is drawn on the CPU
+generator as always (the same chunks on any device, up to rounding) and the chunk comes back as
+float32. The numpy head runs in float32 on the CPU only; in bfloat16 or float16 the traced
+steps are checked with the tolerance of that dtype (:func:`step_tolerance`). With ``compile``
+the field and the encoder run through ``torch.compile`` instead of the numpy head or the
+traced steps (guided steps differentiate through the compiled field).
+
 Determinism: the same inputs, plans and generator state give the same chunk. The evaluation
 calls :meth:`~FlowMatchingRuntime.reset` with each episode's seed before the episode, so an
 episode does not depend on the ones run before it; a server process never resets, its noise
@@ -79,15 +88,19 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
+from remote_inference_py.policy_server.devices import (
+    autocast, cast_module, compile_module, InputStager, to_device)
 from remote_inference_py.policy_server.flow_head import HeadMismatch, MlpHead, OneBlasThread
 from remote_inference_py.policy_server.manifest import (
     FLOW_MATCHING, load_manifest, ManifestError, PolicySpec, read_manifest_data)
 from remote_inference_py.policy_server.runtimes import (
-    first_line, PolicyRuntime, Prefix, resolve_device, RuntimeLoadError, RuntimeOptions)
+    first_line, PolicyRuntime, Prefix, resolve_device, resolve_dtype, RuntimeLoadError,
+    RuntimeOptions)
 from remote_inference_py.policy_server.sampler import (
     guidance_weight, prefix_weights, sampler_from_dict, SamplerError, SamplerOverrides,
     SamplerSettings)
-from remote_inference_py.policy_server.torch_runtime import checkpoint_paths, load_exported
+from remote_inference_py.policy_server.torch_runtime import (
+    checkpoint_paths, exported_module, load_exported)
 
 
 SPLIT_TOLERANCE = 1e-4
@@ -99,6 +112,18 @@ HAND_TOLERANCE = 1e-5
 to the largest velocity of the probe (at least 1 action unit per unit of flow time)."""
 HAND_PROBE_TIMES = (0.0, 0.3, 0.97)
 """Flow times of the load check of the numpy head (0.97: where ``1 - t`` is floored)."""
+LOW_PRECISION_TOLERANCE = {'bfloat16': 5e-2, 'float16': 5e-3}
+"""Relative tolerance of the traced-step check in a 16-bit dtype (about 8 and 2 units of the
+last place of bfloat16's 8-bit and float16's 11-bit significand)."""
+
+
+def step_tolerance(dtype, reference) -> float:
+    """Return the largest difference a traced step may have from ``reference`` (a tensor)."""
+    name = str(dtype).replace('torch.', '')
+    if name not in LOW_PRECISION_TOLERANCE:
+        return TRACE_TOLERANCE
+    scale = max(1.0, float(reference.detach().abs().max().float()))
+    return LOW_PRECISION_TOLERANCE[name] * scale
 
 
 def overrides_from_options(options: RuntimeOptions) -> SamplerOverrides:
@@ -123,13 +148,19 @@ class FlowMatchingRuntime(PolicyRuntime):
 
     def __init__(self, spec: PolicySpec, model, device, source: str,
                  sampler: SamplerSettings, split=None, trace: bool = True,
-                 by_hand: bool = True):
-        """Wrap a loaded velocity field (and its (encoder, head) split); use :meth:`load`."""
+                 by_hand: bool = True, dtype=None, compiled: bool = False):
+        """Wrap a loaded velocity field (and its (encoder, head) split); use :meth:`load`.
+
+        The modules are on ``device`` in ``dtype`` already (None: float32); ``compiled``:
+        they are wrapped in torch.compile, so neither the numpy head nor the traced steps.
+        """
         super().__init__(spec, str(device), source)
         import torch
         self.model = model
         self.encoder, self.head = split if split is not None else (None, None)
         self.torch_device = device
+        self.dtype = dtype or torch.float32
+        self.stager = InputStager(device, self.dtype)
         self.sampler = sampler
         self._names = [f.name for f in spec.features]
         self.actions = len(spec.action_names)
@@ -143,9 +174,14 @@ class FlowMatchingRuntime(PolicyRuntime):
         self.trace_error = ''
         self.hand: Optional[MlpHead] = None
         self.hand_error = ''
+        if compiled:
+            by_hand = trace = False
+            self.hand_error = self.trace_error = 'compile is on: torch.compile runs the field'
         if by_hand:
             if self.encoder is None:
                 self.hand_error = 'the export has no split (encoder and head)'
+            elif self.dtype != torch.float32:
+                self.hand_error = f'the numpy head computes in float32, not {self.dtype}'
             elif device.type != 'cpu':
                 self.hand_error = f'the head runs on {device.type}, the numpy head on the CPU'
             else:
@@ -156,24 +192,24 @@ class FlowMatchingRuntime(PolicyRuntime):
             self.traced_encoder, self.encoder_trace_error = TracedEncoder.checked(
                 self.encoder, [self._random_features(seed) for seed in (0, 1)])
         if trace and self.hand is None:
-            self.steps, self.trace_error = StepGraphs.checked(
-                self.head if self.encoder is not None else model, self._probe())
+            with autocast(device, self.dtype):   # traced as infer runs them
+                self.steps, self.trace_error = StepGraphs.checked(
+                    self.head if self.encoder is not None else model, self._probe())
 
     def _probe(self):
         """Return (x_t, t, features) for the field the sampler integrates, batch 1."""
         import torch
         from remote_inference_py.policy_server.runtimes import zero_inputs
-        features = [torch.from_numpy(v).to(self.torch_device)
+        features = [to_device(v, self.torch_device, self.dtype)
                     for v in zero_inputs(self.spec, 1).values()]
         if self.encoder is not None:
             features = encode(self.encoder, features)
         generator = torch.Generator(device='cpu').manual_seed(0)
         x_t = torch.randn((1, self.spec.chunk_length, self.actions), generator=generator)
-        return x_t.to(self.torch_device), features
+        return x_t.to(self.torch_device, self.dtype), features
 
     def _random_features(self, seed: int = 0):
         """Return the manifest's inputs at batch 1 filled with seeded random values."""
-        import torch
         from remote_inference_py.policy_server.runtimes import zero_inputs
         rng = np.random.default_rng(seed)
         features = []
@@ -182,7 +218,7 @@ class FlowMatchingRuntime(PolicyRuntime):
                 value[:] = rng.integers(0, 256, value.shape)
             else:
                 value[:] = rng.normal(0.0, 0.5, value.shape)
-            features.append(torch.from_numpy(value).to(self.torch_device))
+            features.append(to_device(value, self.torch_device, self.dtype))
         return features
 
     @classmethod
@@ -215,6 +251,7 @@ class FlowMatchingRuntime(PolicyRuntime):
             raise RuntimeLoadError(f'{name} is {sampler.execution_horizon}, more than the '
                                    f'chunk length {spec.chunk_length}')
         device = resolve_device(options.device)
+        dtype = resolve_dtype(options.dtype, device)
         leading = (('x_t', (spec.chunk_length, len(spec.action_names))), ('t', ()))
         try:
             model, spec = load_exported(path, spec, device, leading)
@@ -224,7 +261,13 @@ class FlowMatchingRuntime(PolicyRuntime):
             raise RuntimeLoadError(f'cannot load {FLOW_MATCHING} checkpoint {str(path)!r}: '
                                    f'{first_line(error)}') from None
         split = load_split(manifest, spec, model, device) if use_split else None
-        return cls(spec, model, device, str(path), sampler, split, trace, by_hand)
+        # Cast after the split check (float32), then compile (once per shape, at warm-up).
+        model = compile_module(cast_module(model, dtype), options.compile)
+        if split is not None:
+            split = tuple(compile_module(cast_module(part, dtype), options.compile)
+                          for part in split)
+        return cls(spec, model, device, str(path), sampler, split, trace, by_hand, dtype,
+                   options.compile)
 
     def reset(self, seed: int) -> None:
         """Reseed the sampling noise for an episode (from ``noise_seed`` and ``seed``)."""
@@ -234,8 +277,7 @@ class FlowMatchingRuntime(PolicyRuntime):
               prefixes: Optional[Sequence[Optional[Prefix]]] = None) -> np.ndarray:
         """Sample one chunk per batch row; rows with a prefix are guided toward it."""
         import torch
-        features = [torch.from_numpy(np.asarray(inputs[name])).to(self.torch_device)
-                    for name in self._names]
+        features = self.stager.stage(inputs, self._names)
         batch = int(features[0].shape[0])
         shape = (batch, self.spec.chunk_length, self.actions)
         targets, weights = self._guidance(prefixes, batch)
@@ -246,15 +288,16 @@ class FlowMatchingRuntime(PolicyRuntime):
                 return sample_by_hand(self.hand, noise.numpy(), encoding.numpy(), self.sampler,
                                       targets, weights)
         if targets is not None:
-            targets, weights = (torch.from_numpy(v).to(self.torch_device)
+            targets, weights = (torch.from_numpy(v).to(self.torch_device, self.dtype)
                                 for v in (targets, weights))
-        field = self.model
-        if self.encoder is not None:
-            # The image is encoded once per chunk; only the head runs at every Euler step.
-            field, features = self.head, encode(self.encoder, features)
-        chunk = sample(field, noise.to(self.torch_device), features, self.sampler,
-                       targets, weights, self.steps)
-        return chunk.detach().to('cpu').numpy()
+        with autocast(self.torch_device, self.dtype):
+            field = self.model
+            if self.encoder is not None:
+                # The image is encoded once per chunk; only the head runs at every Euler step.
+                field, features = self.head, encode(self.encoder, features)
+            chunk = sample(field, noise.to(self.torch_device, self.dtype), features,
+                           self.sampler, targets, weights, self.steps)
+        return chunk.detach().to('cpu', torch.float32).numpy()
 
     def _guidance(self, prefixes: Optional[Sequence[Optional[Prefix]]], batch: int):
         """Return (targets Y, weights W) as arrays, or (None, None) when nothing is guided."""
@@ -336,11 +379,11 @@ def load_split(manifest: pathlib.Path, spec: PolicySpec, model, device):
         if not path.is_file():
             raise RuntimeLoadError(f'{where}: split.{key} file {str(path)!r} does not exist')
         try:
-            part = torch.export.load(str(path)).module()
+            part = exported_module(torch.export.load(str(path)), device)
         except Exception as error:  # noqa: B902 - torch raises many types for a bad file
             raise RuntimeLoadError(f'{where}: cannot load split.{key} {str(path)!r}: '
                                    f'{first_line(error)}') from None
-        parts.append(part.to(device) if device.type != 'cpu' else part)
+        parts.append(part)
     encoder, head = parts
     features = [torch.from_numpy(v).to(device) for v in zero_inputs(spec, 1).values()]
     generator = torch.Generator(device='cpu').manual_seed(0)
@@ -573,8 +616,10 @@ class StepGraphs:
         x_t, features = probe
         steps = cls(field)
         shape = x_t.shape
-        targets = torch.linspace(-1.0, 1.0, x_t.numel(), dtype=x_t.dtype).reshape(shape)
-        weights = torch.linspace(1.0, 0.0, shape[1], dtype=x_t.dtype).reshape(1, -1, 1)
+        targets = torch.linspace(-1.0, 1.0, x_t.numel(), dtype=x_t.dtype,
+                                 device=x_t.device).reshape(shape)
+        weights = torch.linspace(1.0, 0.0, shape[1], dtype=x_t.dtype,
+                                 device=x_t.device).reshape(1, -1, 1)
         t, weight = 0.3, 2.5
         t_batch = torch.full((shape[0],), t, dtype=x_t.dtype, device=x_t.device)
         try:
@@ -587,9 +632,10 @@ class StepGraphs:
                                       weights)]
         for kind, value, reference in zip(('plain', 'guided'), got, expected):
             difference = float((value - reference).abs().max())
-            if not difference <= TRACE_TOLERANCE:
+            tolerance = step_tolerance(x_t.dtype, reference)
+            if not difference <= tolerance:
                 return None, (f'the traced {kind} step differs from the velocity field by '
-                              f'{difference:.3g} > {TRACE_TOLERANCE}')
+                              f'{difference:.3g} > {tolerance:.3g}')
         return steps, ''
 
     def velocity(self, x_t, t_batch, features, t: float, weight, targets, weights):

@@ -87,18 +87,19 @@ import dataclasses
 import json
 import os
 import pathlib
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 
 from remote_inference_py.contract.checkpoint import is_hub_id
+from remote_inference_py.policy_server.devices import autocast, InputStager
 from remote_inference_py.policy_server.lerobot_folder import (
     check_weights, map_folder, staged_folder)
 from remote_inference_py.policy_server.lerobot_import import import_lerobot
 from remote_inference_py.policy_server.manifest import load_manifest, spec_from_dict
 from remote_inference_py.policy_server.runtimes import (
-    model_output_to_numpy, PolicyRuntime, Prefix, resolve_device, RuntimeLoadError,
-    RuntimeOptions)
+    model_output_to_numpy, PolicyRuntime, Prefix, resolve_device, resolve_dtype,
+    RuntimeLoadError, RuntimeOptions)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 DEFAULT_SEMANTICS = 'so101-degrees-gripper-percent-v1'
@@ -248,6 +249,24 @@ def load_policy(checkpoint: str, device, adjust=None):
     return policy, preprocessor, postprocessor, policy.config
 
 
+COMPILED_PARTS = {'act': ('model',), 'diffusion': ('diffusion.unet',),
+                  'smolvla': ('model.vlm_with_expert',)}
+"""The submodules the ``compile`` setting compiles per policy type (what the chunk prediction
+calls in its loops); another type compiles ``model``."""
+
+
+def compile_policy(policy) -> None:
+    """Compile the policy's heavy submodules in place (``nn.Module.compile``)."""
+    for dotted in COMPILED_PARTS.get(getattr(policy.config, 'type', ''), ('model',)):
+        module = policy
+        for name in dotted.split('.'):
+            module = getattr(module, name, None)
+        if module is None:
+            raise RuntimeLoadError(f'compile: the {policy.config.type} policy has no '
+                                   f'{dotted} to compile')
+        module.compile()
+
+
 def feature_kind(feature) -> str:
     """Return 'state', 'visual' or another lowercase LeRobot FeatureType name."""
     kind = getattr(feature, 'type', feature)
@@ -363,15 +382,17 @@ class LeRobotRuntime(PolicyRuntime):
     kind = 'lerobot'
 
     def __init__(self, spec, policy, preprocessor, postprocessor, device, source,
-                 seed: Optional[int] = None):
-        """Wrap a loaded policy; use :meth:`load`."""
+                 seed: Optional[int] = None, dtype=None):
+        """Wrap a loaded policy (on ``device`` in ``dtype``: None, float32); use :meth:`load`."""
         super().__init__(spec, str(device), source)
         self.policy = policy
         self.preprocessor = preprocessor
         self.postprocessor = postprocessor
         self.torch_device = device
         self.seed = seed
-        self._staging: Dict[Tuple[str, Tuple[int, ...]], Any] = {}
+        self.dtype = dtype
+        # The processors normalize in float32; the policy's inputs are cast after them.
+        self.stager = InputStager(device)
         config = policy.config
         # Diffusion is called on the observation history directly (see the module docstring).
         self._stack_history = getattr(config, 'type', '') == 'diffusion'
@@ -399,6 +420,7 @@ class LeRobotRuntime(PolicyRuntime):
             read_config(options.checkpoint)     # a bad folder is named before lerobot loads
         import_lerobot()
         device = resolve_device(options.device)
+        dtype = resolve_dtype(options.dtype, device)
         seed = policy_seed()
 
         def adjust(config):
@@ -437,21 +459,13 @@ class LeRobotRuntime(PolicyRuntime):
         source = options.checkpoint
         if pathlib.Path(source).is_dir():
             source += map_folder(source).note()      # what was mapped, for the start-up line
-        return cls(spec, policy, pre, post, device, source, seed)
-
-    def _tensor(self, name: str, value: np.ndarray):
-        """Move one input to the policy's device (through pinned memory on CUDA)."""
         import torch
-        tensor = torch.from_numpy(value)
-        if self.torch_device.type != 'cuda':
-            return tensor
-        key = (name, tuple(value.shape))
-        staging = self._staging.get(key)
-        if staging is None:
-            staging = self._staging[key] = torch.empty(
-                value.shape, dtype=tensor.dtype).pin_memory()
-        staging.copy_(tensor)
-        return staging.to(self.torch_device, non_blocking=True)
+        if dtype != torch.float32:
+            policy.to(dtype)
+        if options.compile:
+            compile_policy(policy)
+        return cls(spec, policy, pre, post, device, source, seed,
+                   None if dtype == torch.float32 else dtype)
 
     def infer(self, inputs: Dict[str, np.ndarray], tasks: Sequence[str],
               prefixes: Optional[Sequence[Optional[Prefix]]] = None) -> np.ndarray:
@@ -461,20 +475,26 @@ class LeRobotRuntime(PolicyRuntime):
         (or None) per batch row, in the policy's units (degrees, gripper percent).
         """
         import torch
-        batch = {name: self._tensor(name, value) for name, value in inputs.items()}
+        batch = self.stager.stage_dict(inputs)
         batch['task'] = list(tasks)
         if self.seed is not None:
             torch.manual_seed(self.seed)
         with torch.no_grad():
             guidance = self._guidance(prefixes, len(batch['task']))
             batch = self.preprocessor(batch)
-            if self._stack_history:
-                chunk = self._diffusion_chunk(batch)
-            else:
-                chunk = self.policy.predict_action_chunk(batch, **guidance)
+            if self.dtype is not None:
+                batch = {key: value.to(self.dtype) if torch.is_tensor(value)
+                         and value.is_floating_point() else value
+                         for key, value in batch.items()}
+            with autocast(self.torch_device, self.dtype):
+                if self._stack_history:
+                    chunk = self._diffusion_chunk(batch)
+                else:
+                    chunk = self.policy.predict_action_chunk(batch, **guidance)
             if chunk.ndim == 2:
                 chunk = chunk[None]
             size, steps, actions = chunk.shape
+            chunk = chunk.float()   # the postprocessor's statistics are float32
             chunk = self.postprocessor(chunk.reshape(size * steps, actions))
         return model_output_to_numpy(chunk).reshape(size, steps, actions)
 
@@ -501,6 +521,8 @@ class LeRobotRuntime(PolicyRuntime):
         from lerobot.processor.converters import create_transition
         plan = torch.from_numpy(positions[:self.spec.chunk_length]).to(self.torch_device)
         plan = self._action_normalizer(create_transition(action=plan))[TransitionKey.ACTION]
+        if self.dtype is not None:
+            plan = plan.to(self.dtype)
         return {'prev_chunk_left_over': plan[None], 'inference_delay': int(prefix.frozen_steps),
                 'execution_horizon': self.execution_horizon}
 

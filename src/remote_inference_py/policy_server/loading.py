@@ -53,7 +53,8 @@ from remote_inference_py.policy_server.core import PolicyServerCore
 from remote_inference_py.policy_server.manifest import (
     FLOW_MATCHING, manifest_path_for, ManifestError, PolicySpec, read_manifest_data)
 from remote_inference_py.policy_server.runtimes import (
-    check_device_name, PolicyRuntime, RuntimeLoadError, RuntimeOptions, warm_up, WarmupReport)
+    check_device_name, PolicyRuntime, resolve_device, RuntimeLoadError, RuntimeOptions, warm_up,
+    WarmupReport)
 from remote_inference_py.policy_server.topics import resolve_topics
 from remote_inference_py.robot.calibration import Calibration
 
@@ -209,14 +210,17 @@ def load_policy(config: ServerConfig, log: Callable[[str], None] = lambda text: 
     calibration = load_calibration(config.calibration_file)
     options = RuntimeOptions.from_config(config, calibration)
     log(f'loading the policy (policy_type={options.policy_type}, '
-        f'checkpoint={options.checkpoint or "none"}, device={options.device})')
+        f'checkpoint={options.checkpoint or "none"}, device={options.device}, '
+        f'dtype={options.dtype}{", compiled" if options.compile else ""})')
     started = time.perf_counter()
     runtime = load_runtime(options)
     try:
         load_s = time.perf_counter() - started
         if config.cpu_threads > 0 and 'torch' in sys.modules:
             sys.modules['torch'].set_num_threads(config.cpu_threads)
-        report = warm_up(runtime, config.warmup_iterations, config.max_batch_size)
+        # The scheduler batches at most one request per admitted session.
+        report = warm_up(runtime, config.warmup_iterations,
+                         min(config.max_batch_size, config.max_clients))
         core = PolicyServerCore(config, runtime, calibration, sleep=sleep)
         topics = resolve_topics(runtime.spec, config.topic_overrides(),
                                 config.image_transport)
@@ -231,7 +235,7 @@ def load_policy(config: ServerConfig, log: Callable[[str], None] = lambda text: 
     if config.text_model:
         from remote_inference_py.policy_server.vlm_text import VisionLanguageText
         try:
-            text = VisionLanguageText(config.text_model, config.device,
+            text = VisionLanguageText(config.text_model, str(resolve_device(config.device)),
                                       config.text_max_new_tokens)
         except BaseException:
             runtime.close()

@@ -37,27 +37,26 @@ none, and the server refuses every query to it by name.
 
 The runtimes themselves live in modules of their own (:mod:`.demo_policy`,
 :mod:`.torch_runtime`, :mod:`.flow_runtime`, :mod:`.lerobot_runtime`) and :mod:`.loading`
-picks one; they import this module, never the other way round.
+picks one; they import this module, never the other way round. Where a policy runs (the
+``device``, ``dtype`` and ``compile`` settings) is resolved here (:func:`resolve_device`,
+:func:`resolve_dtype`) and applied by each runtime with :mod:`.devices` (docs/gpu.md).
 
 :func:`warm_up` is the start-up validation: it runs the model on zero inputs of the declared
-shapes (batch 1, and the largest batch when batching is declared) and checks the output
+shapes (every batch size the server will use: 1 up to the largest) and checks the output
 against the declared action names and chunk length, raising :class:`RuntimeLoadError` that
 names the checkpoint and what differed.
 """
 
 import dataclasses
-import re
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
 from remote_inference_py.common.settings import check_value, declared
-from remote_inference_py.policy_server.config import ServerConfig
+from remote_inference_py.policy_server.config import DEVICE_PATTERN, DTYPES, ServerConfig
 from remote_inference_py.policy_server.manifest import PolicySpec
 from remote_inference_py.robot.calibration import Calibration
-
-DEVICE_PATTERN = re.compile(r'^(cpu|mps|cuda(:\d+)?)$')
 
 
 class RuntimeLoadError(ValueError):
@@ -80,6 +79,8 @@ class RuntimeOptions:
     checkpoint: str = ServerConfig.checkpoint
     manifest: str = ServerConfig.manifest
     device: str = ServerConfig.device
+    dtype: str = ServerConfig.dtype
+    compile: bool = ServerConfig.compile
     semantics: str = ServerConfig.semantics
     fps: float = ServerConfig.fps
     calibration: Optional[Calibration] = None
@@ -170,29 +171,57 @@ class PolicyRuntime:
 
 
 def check_device_name(device: str) -> None:
-    """Raise RuntimeLoadError unless ``device`` is cpu, cuda, cuda:N or mps."""
+    """Raise RuntimeLoadError unless ``device`` is auto, cpu, cuda, cuda:N or mps."""
     if not DEVICE_PATTERN.match(device or ''):
-        raise RuntimeLoadError(f'device {device!r} is not one of cpu, cuda, cuda:<index>, mps')
+        raise RuntimeLoadError(f'device {device!r} is not one of cpu, cuda, cuda:<index>, mps '
+                               'or auto')
 
 
 def resolve_device(device: str):
-    """Return the torch.device for ``device``; RuntimeLoadError names an unavailable one."""
+    """Return the torch.device for ``device``; RuntimeLoadError names an unavailable one.
+
+    ``auto`` is the first GPU when ``torch.cuda.is_available()``, else the CPU.
+    """
     check_device_name(device)
     import torch
+    if device == 'auto':
+        device = 'cuda:0' if torch.cuda.is_available() else 'cpu'
     if device.startswith('cuda'):
         if not torch.cuda.is_available():
+            why = ('this torch was built without CUDA' if torch.version.cuda is None else
+                   f'this torch (CUDA {torch.version.cuda}) finds no GPU or driver')
             raise RuntimeLoadError(
-                f'device {device!r} is not available: torch {torch.__version__} '
-                f'{"was built without CUDA" if torch.version.cuda is None else "found no GPU"}')
-        index = int(device.split(':')[1]) if ':' in device else 0
+                f'device {device!r} requested but torch.cuda.is_available() is False: torch '
+                f"{torch.__version__}, {why}; use device 'auto' or 'cpu' on this machine")
+        index = int(device.split(':')[1]) if ':' in device else torch.cuda.current_device()
         if index >= torch.cuda.device_count():
             raise RuntimeLoadError(f'device {device!r} is not available: '
                                    f'{torch.cuda.device_count()} CUDA device(s)')
+        device = f'cuda:{index}'
     if device == 'mps' and not (getattr(torch.backends, 'mps', None)
                                 and torch.backends.mps.is_available()):
         raise RuntimeLoadError(f"device 'mps' is not available with torch {torch.__version__} "
                                'on this machine (Apple silicon only)')
     return torch.device(device)
+
+
+def resolve_dtype(dtype: str, device, allowed: Sequence[str] = DTYPES, what: str = ''):
+    """Return the torch dtype named ``dtype`` for a policy on ``device`` (a torch.device).
+
+    ``allowed`` are the dtypes the policy runs in (``what`` names it in the message). float16
+    is refused on the CPU (PyTorch's CPU kernels for half precision are few and slow);
+    RuntimeLoadError names the refused combination.
+    """
+    import torch
+    if dtype not in DTYPES:
+        raise RuntimeLoadError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+    if dtype not in allowed:
+        raise RuntimeLoadError(f'dtype {dtype!r} is not supported by {what or "this policy"}; '
+                               f'it runs in {", ".join(allowed)}')
+    if dtype == 'float16' and device.type == 'cpu':
+        raise RuntimeLoadError("dtype 'float16' is not supported on device 'cpu': use "
+                               'bfloat16 or float32 there (float16 needs a GPU)')
+    return getattr(torch, dtype)
 
 
 def model_output_to_numpy(output: Any) -> np.ndarray:
@@ -256,16 +285,29 @@ def check_output(runtime: PolicyRuntime, output: np.ndarray, batch: int) -> None
                                f'{spec.chunk_length} is declared')
 
 
+def serving_batch_sizes(runtime: PolicyRuntime, max_batch: int = 0) -> Tuple[int, ...]:
+    """Return every batch size a server may hand ``runtime``: 1 up to the largest.
+
+    The largest is the runtime's limit, capped by ``max_batch`` when given (the server passes
+    the smaller of ``max_batch_size`` and ``max_clients``: the scheduler batches the ready
+    heads of the sessions' queues, at most one per session, so it forms every size from 1 to
+    that and no larger).
+    """
+    largest = min(runtime.max_batch_size, max_batch) if max_batch else runtime.max_batch_size
+    return tuple(range(1, max(largest, 1) + 1))
+
+
 def warm_up(runtime: PolicyRuntime, iterations: int, max_batch: int = 0) -> WarmupReport:
     """Validate the model against its declarations and warm it up; return the timings.
 
-    The first iteration also runs the largest batch the server will use (``max_batch``,
-    default the runtime's limit), so a model that cannot batch fails here, not at run time.
+    The first iteration runs every batch size the server will use
+    (:func:`serving_batch_sizes`), so a model that cannot batch fails here, not at run time,
+    and what a device does once per input shape (CUDA kernel selection, ``torch.compile``,
+    the flow runtime's traced steps) is done before the first request; the other iterations
+    run batch 1. A runtime on a GPU is synchronized by its ``infer`` (its output is copied to
+    the host), so the times are the device's.
     """
-    largest = min(runtime.max_batch_size, max_batch) if max_batch else runtime.max_batch_size
-    batches: List[int] = [1]
-    if largest > 1:
-        batches.append(largest)
+    batches = list(serving_batch_sizes(runtime, max_batch))
     start = time.perf_counter()
     last = 0.0
     runs = 0

@@ -14,6 +14,11 @@
 
 """TorchScript (``.pt``, ``.ts``) and ``torch.export`` (``.pt2``) models with their manifest.
 
+The model runs on the ``device`` setting's device in its ``dtype`` (weights and floating-point
+inputs cast; the chunk comes back as float32), its inputs staged there once per batch
+(:class:`.devices.InputStager`); ``compile`` wraps a ``.pt2`` model in ``torch.compile`` (a
+TorchScript model is refused by name: it is compiled by TorchScript already).
+
 A manifest declaring ``policy: flow_matching`` is refused here with a hint: its model is a
 velocity field that :mod:`.flow_runtime` samples, and loading it as a chunk model would fail
 with a confusing input count.
@@ -25,22 +30,27 @@ from typing import Any, Dict, Sequence, Tuple
 
 import numpy as np
 
+from remote_inference_py.policy_server.devices import (
+    autocast, cast_module, compile_module, InputStager)
 from remote_inference_py.policy_server.manifest import (
     FLOW_MATCHING, load_manifest, manifest_path_for, PolicySpec)
 from remote_inference_py.policy_server.runtimes import (
-    first_line, model_output_to_numpy, PolicyRuntime, resolve_device, RuntimeLoadError,
-    RuntimeOptions)
+    first_line, model_output_to_numpy, PolicyRuntime, resolve_device, resolve_dtype,
+    RuntimeLoadError, RuntimeOptions)
 
 
 class TorchRuntime(PolicyRuntime):
     """A TorchScript or torch.export (.pt2) model described by a manifest."""
 
-    def __init__(self, kind: str, spec: PolicySpec, model: Any, device: Any, source: str):
-        """Wrap a loaded model; use :meth:`load`."""
+    def __init__(self, kind: str, spec: PolicySpec, model: Any, device: Any, source: str,
+                 dtype: Any = None):
+        """Wrap a loaded model (already on ``device`` in ``dtype``); use :meth:`load`."""
         self.kind = kind
         super().__init__(spec, str(device), source)
         self.model = model
         self.torch_device = device
+        self.dtype = dtype
+        self.stager = InputStager(device, dtype)
         self._names = [f.name for f in spec.features]
 
     @classmethod
@@ -55,6 +65,11 @@ class TorchRuntime(PolicyRuntime):
                 f'a velocity field to sample, not a chunk; use policy_type {FLOW_MATCHING} '
                 '(or auto)')
         device = resolve_device(options.device)
+        dtype = resolve_dtype(options.dtype, device)
+        if options.compile and kind == 'torchscript':
+            raise RuntimeLoadError(f'compile: checkpoint {str(path)!r} is TorchScript, which '
+                                   'torch.compile cannot compile; export it to .pt2 '
+                                   '(torch_export) or set compile false')
         import torch
         try:
             if kind == 'torchscript':
@@ -62,18 +77,19 @@ class TorchRuntime(PolicyRuntime):
                 model.eval()
             else:
                 model, spec = load_exported(path, spec, device)
+            model = compile_module(cast_module(model, dtype), options.compile)
         except RuntimeLoadError:
             raise
         except Exception as error:  # noqa: B902 - torch raises many types for a bad file
             raise RuntimeLoadError(f'cannot load {kind} checkpoint {str(path)!r}: '
                                    f'{first_line(error)}') from None
-        return cls(kind, spec, model, device, str(path))
+        return cls(kind, spec, model, device, str(path), dtype)
 
     def infer(self, inputs: Dict[str, np.ndarray], tasks: Sequence[str]) -> np.ndarray:
         """Run one forward pass on the batch."""
         import torch
-        tensors = [torch.from_numpy(inputs[name]).to(self.torch_device) for name in self._names]
-        with torch.no_grad():
+        tensors = self.stager.stage(inputs, self._names)
+        with torch.no_grad(), autocast(self.torch_device, self.dtype):
             output = self.model(*tensors)
         return model_output_to_numpy(output)
 
@@ -97,10 +113,21 @@ def load_exported(path: pathlib.Path, spec: PolicySpec, device: Any,
     import torch
     program = torch.export.load(str(path))
     spec = _check_exported_inputs(program, spec, path, leading)
-    model = program.module()
+    return exported_module(program, device), spec
+
+
+def exported_module(program: Any, device: Any):
+    """Return an ExportedProgram's module on ``device``.
+
+    A program exported on the CPU has the CPU burnt into the tensors it creates itself (a
+    ``linspace`` or ``zeros`` with ``device=cpu`` in its graph: the flow policy's spatial
+    softmax has two); moving its weights alone would leave those behind, so on another device
+    the whole program is moved (``torch.export.passes.move_to_device_pass``).
+    """
     if device.type != 'cpu':
-        model = model.to(device)
-    return model, spec
+        from torch.export.passes import move_to_device_pass
+        program = move_to_device_pass(program, device)
+    return program.module()
 
 
 def _check_exported_inputs(program: Any, spec: PolicySpec, path: pathlib.Path,
