@@ -33,6 +33,8 @@ import time
 
 import yaml
 
+from remote_inference_py.common.node_main import TEARDOWN_HUNG
+from remote_inference_py.common.process import owned_segments, remove_segments  # noqa: F401
 from remote_inference_py.transport import frame_ring
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -310,34 +312,16 @@ def fastdds_segments():
             and 'port' not in p.name}
 
 
-def owned_segments(pid):
-    """Fast DDS segments whose owner is process ``pid`` (it holds the flock on ``<name>_el``)."""
-    try:
-        lines = pathlib.Path('/proc/locks').read_text().splitlines()
-    except OSError:
-        return set()
-    inodes = {int(fields[5].rsplit(':', 1)[1]) for fields in map(str.split, lines)
-              if len(fields) > 5 and fields[1] == 'FLOCK' and fields[4] == str(pid)}
-    owned = set()
-    for name in fastdds_segments():
-        if name.endswith('_el'):
-            try:
-                if os.stat(pathlib.Path('/dev/shm', name)).st_ino in inodes:
-                    owned.add(name[:-len('_el')])
-            except OSError:
-                pass
-    return owned
-
-
 def teardown_deadlocked(returncode, output):
     """
     Whether a process ended through the teardown bound, stuck in destroying its node.
 
     That is Fast DDS 3.2's deadlock between deleting a DataWriter and its discovery
     announcement timer (docs/tests.md), after the node's own clean-up was done: the
-    faulthandler's stacks name ``destroy_node`` and the process exited with 1.
+    node's teardown bound named it (``common/node_main.py``), its stacks name ``destroy_node``,
+    and the process exited with 1.
     """
-    return returncode == 1 and 'Timeout (' in output and 'in destroy_node' in output
+    return returncode == 1 and TEARDOWN_HUNG in output and 'in destroy_node' in output
 
 
 def dead_segments():
@@ -359,11 +343,3 @@ def clean_dead_segments():
     return remove_segments(dead_segments())
 
 
-def remove_segments(names):
-    """Remove these segments and their lock files from /dev/shm; return the files' names."""
-    removed = []
-    for name in sorted(names):
-        for path in (pathlib.Path('/dev/shm', name), pathlib.Path('/dev/shm', name + '_el')):
-            path.unlink(missing_ok=True)
-            removed.append(path.name)
-    return removed

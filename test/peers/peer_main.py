@@ -16,17 +16,17 @@
 The ``main()`` of every test peer: spin one node until SIGINT, then shut down cleanly.
 
 Tearing the node's DDS endpoints down is bounded as in the product's nodes
-(``node_main.TEARDOWN_BOUND_S``): Fast DDS 3.2 can deadlock there, and a peer still in it
-prints every thread's stack and exits with 1 (``ros_fixtures.teardown_deadlocked``).
+(``node_main.destroy_bounded``): Fast DDS 3.2 can deadlock there, and a peer still in it
+names it, prints every thread's stack, removes its shared-memory segments and exits with 1
+(``ros_fixtures.teardown_deadlocked``).
 """
 
-import faulthandler
 import sys
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
 
-from remote_inference_py.common.node_main import TEARDOWN_BOUND_S
+from remote_inference_py.common.node_main import destroy_bounded
 
 
 def spin(node_class):
@@ -38,6 +38,5 @@ def spin(node_class):
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        faulthandler.dump_traceback_later(TEARDOWN_BOUND_S, exit=True)
-        node.destroy_node()
+        destroy_bounded(node)
         rclpy.try_shutdown()

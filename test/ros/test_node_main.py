@@ -107,7 +107,7 @@ def test_a_teardown_that_hangs_after_the_clean_up_ends_the_process_naming_the_ca
     # The bound ended it (stacks printed by faulthandler), not the 120 s sleep.
     assert 'in destroy_node' in result.stderr and 'in run_node' in result.stderr, result.stderr
     assert teardown_deadlocked(result.returncode, result.stderr)   # excused in a test peer
-    clean_dead_segments()   # the bound's exit left the node's segments behind
+    assert 'removed its' in result.stderr and not clean_dead_segments()   # none left behind
 
 
 STOPPING_NODE = textwrap.dedent("""

@@ -153,8 +153,12 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     assert set_double(ros, 'policy_server', 'extra_latency_s', 0.3).successful
     sent = time.monotonic()
     robot.request(session, 6)
-    assert robot.answer(6).inference_ms < 300.0
-    assert time.monotonic() - sent >= 0.3
+    held = robot.answer(6)
+    # The 0.3 s are held after the pass, outside every phase the server times: the round trip
+    # is at least the timed phases plus 0.3 s, however slow each phase ran on this host.
+    timed_s = (held.queue_wait_ms + held.preprocess_ms + held.inference_ms
+               + held.postprocess_ms) / 1000.0
+    assert time.monotonic() - sent >= timed_s + 0.3
     assert not set_double(ros, 'policy_server', 'extra_latency_s', -1.0).successful
     assert set_double(ros, 'policy_server', 'extra_latency_s', 0.0).successful
 

@@ -38,9 +38,11 @@ keeps moving the arm.
 
 The process exits with ``node.exit_code`` (non-zero after a terminal fault), 2 when the node
 could not start (a configuration error or unparsable ROS arguments, logged with what is
-wrong), and 130 when interrupted. After ``close()``, destroying the node's DDS endpoints is
-bounded by ``TEARDOWN_BOUND_S``: a process still in it then prints every thread's stack and
-exits with 1 (Fast DDS 3.2 can deadlock there); a slow ``close()`` is only reported, after
+wrong), and 130 when interrupted. After ``close()`` (the node's own stop: the arm returned,
+torque off), destroying the node's DDS endpoints is bounded by ``TEARDOWN_BOUND_S``: a process
+still in it then says so (:data:`TEARDOWN_HUNG`: Fast DDS 3.2 can deadlock there), prints every
+thread's stack, removes the shared-memory segments it owns (nobody else would: a process that
+exits holding them leaks them) and exits with 1; a slow ``close()`` is only reported, after
 ``CLEANUP_REPORT_S``.
 
 Nodes used with :func:`run_node` provide ``finished``, ``exit_code``, ``request_stop(reason)``
@@ -61,7 +63,8 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
-from remote_inference_py.common.process import tune_allocator
+from remote_inference_py.common.process import (
+    owned_segments, remove_segments, tune_allocator)
 
 
 class ConfigError(ValueError):
@@ -141,6 +144,7 @@ EXECUTORS = ('events', 'single')
 SPIN_PERIOD_S = 0.1
 CLEANUP_REPORT_S = 8.0
 TEARDOWN_BOUND_S = 10.0
+TEARDOWN_HUNG = 'destroying the DDS endpoints did not return within'
 
 
 def make_ros_executor():
@@ -267,12 +271,32 @@ def run_node(node_factory, args=None, config_errors=()):
                 # its discovery thread (docs/tests.md). Bounded: after TEARDOWN_BOUND_S every
                 # thread's stack goes to stderr and the process exits with code 1, instead
                 # of hanging until someone kills it.
-                faulthandler.dump_traceback_later(TEARDOWN_BOUND_S, exit=True)
-                node.destroy_node()
+                destroy_bounded(node, exit_code)
         rclpy.try_shutdown()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     return exit_code
+
+
+def destroy_bounded(node, exit_code=0):
+    """Destroy `node`'s endpoints; after TEARDOWN_BOUND_S, name the hang and exit (module)."""
+    bound = threading.Timer(TEARDOWN_BOUND_S, _teardown_hung, (node.get_name(), exit_code))
+    bound.daemon = True
+    bound.start()
+    node.destroy_node()
+    bound.cancel()
+
+
+def _teardown_hung(name, exit_code):
+    """End a process stuck destroying its DDS endpoints after its own clean stop."""
+    print(f'[ERROR] [{name}]: {TEARDOWN_HUNG} {TEARDOWN_BOUND_S:g} s after the node had '
+          f'stopped (exit code {exit_code}; Fast DDS 3.2 can deadlock there); every thread:',
+          file=sys.stderr, flush=True)
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    removed = remove_segments(owned_segments(os.getpid()))
+    print(f'[ERROR] [{name}]: removed its {len(removed) // 2} shared-memory segment(s); '
+          'exiting with 1', file=sys.stderr, flush=True)
+    os._exit(1)
 
 
 def _spin(executor, stop, failure):

@@ -62,3 +62,45 @@ def tune_allocator():
     ok = mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
     ok = mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1 and ok
     return ok
+
+
+SHM = '/dev/shm'
+FASTDDS_PREFIXES = ('fastrtps_', 'fast_datasharing', 'fastdds_')
+
+
+def owned_segments(pid: int) -> set:
+    """Return the Fast DDS shared-memory segments process `pid` owns.
+
+    A live participant holds an flock on each of its segments' ``<name>_el`` files
+    (``/proc/locks``); port files are shared between processes and never counted.
+    """
+    try:
+        with open('/proc/locks') as locks:
+            lines = locks.read().splitlines()
+        names = os.listdir(SHM)
+    except OSError:
+        return set()
+    inodes = {int(fields[5].rsplit(':', 1)[1]) for fields in map(str.split, lines)
+              if len(fields) > 5 and fields[1] == 'FLOCK' and fields[4] == str(pid)}
+    owned = set()
+    for name in names:
+        if name.startswith(FASTDDS_PREFIXES) and 'port' not in name and name.endswith('_el'):
+            try:
+                if os.stat(os.path.join(SHM, name)).st_ino in inodes:
+                    owned.add(name[:-len('_el')])
+            except OSError:
+                pass
+    return owned
+
+
+def remove_segments(names) -> list:
+    """Remove these segments and their lock files from /dev/shm; return the files' names."""
+    removed = []
+    for name in sorted(names):
+        for path in (os.path.join(SHM, name), os.path.join(SHM, name + '_el')):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            removed.append(os.path.basename(path))
+    return removed
