@@ -341,5 +341,3 @@ def clean_dead_segments():
     for data segments (port files are shared between processes and left alone).
     """
     return remove_segments(dead_segments())
-
-

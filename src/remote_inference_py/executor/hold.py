@@ -21,7 +21,9 @@ target is the last applied target, else the last command, else the measured pose
 the hold begins and kept until a planned target is dispatched again: a hold re-sends it
 unchanged. Kept, because the driver's reports lag the commands: a report of a command sent just
 before the hold can arrive during it, and a target that followed the reports would step the arm
-forward and back between the two.
+forward and back between the two. A pause for text work holds the last command instead
+(:meth:`Hold.hold_last_command`): it interrupts motion that was going fine, and the applied
+target, a cycle behind, would step the arm back.
 
 :class:`ReturnHome` owns the shutdown: the outcome it ends in (STOPPED or FAULT), the
 reason, and the return path, a straight line in joint space from the hold target to the

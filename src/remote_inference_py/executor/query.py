@@ -28,7 +28,7 @@ goal. The node calls :meth:`Query.step` once per control tick with what it saw
 (:class:`Facts`) and carries out the actions it returns, in order, as the admission handshake
 does:
 
-1. :class:`Pause`: the core holds the last applied target and discards the buffered
+1. :class:`Pause`: the core holds the last command sent and discards the buffered
    continuation (``ExecutorCore.pause``); then :class:`Ask` sends the text to the policy
    server (``policy/ask``), for an observation captured at or after the pause.
 2. The answer (or a failure, or the answer timeout) -> :class:`SetTask` for a subtask, then
@@ -169,7 +169,7 @@ class Facts:
 
 @dataclass(frozen=True)
 class Pause:
-    """Hold the last applied target; discard the buffered continuation."""
+    """Hold the last command sent; discard the buffered continuation."""
 
     reason: str
 
