@@ -139,6 +139,36 @@ def test_config_files_match_the_declared_parameters(config, node):
         coerce(specs[name], yaml_type(value), value)   # raises ConfigError naming it
 
 
+def repeats_default(spec, value):
+    """Return True if a YAML value is the declared default (a list as a list, 1 as 1.0)."""
+    if isinstance(value, list) or isinstance(spec.default, (list, tuple)):
+        return list(value or []) == list(spec.default or [])
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and isinstance(spec.default, (int, float)):
+        return float(value) == float(spec.default)
+    return value == spec.default
+
+
+@pytest.mark.parametrize('config', sorted(p.name for p in CONFIG_DIR.glob('*.yaml')))
+def test_a_config_file_holds_only_what_differs_from_the_declaration_and_says_why(config):
+    """A YAML that repeats a default would hide the next change of that default."""
+    text = (CONFIG_DIR / config).read_text()
+    for section, values in yaml.safe_load(text).items():
+        specs = SPECS[section.split('/')[-1]]
+        for name, value in values['ros__parameters'].items():
+            assert not repeats_default(specs[name], value), (
+                f'{config}: {section} {name}: {value!r} is the declared default: drop it')
+    for line in text.splitlines():
+        if re.match(r'^    \w+:', line):
+            assert '#' in line, f'{config}: no comment says why: {line.strip()!r}'
+
+
+def test_the_default_check_sees_lists_and_numbers_as_yaml_writes_them():
+    assert repeats_default(EXECUTOR['fps'], 30) and not repeats_default(EXECUTOR['fps'], 30.5)
+    assert repeats_default(EXECUTOR['joint_names'], list(EXECUTOR['joint_names'].default))
+    assert not repeats_default(EXECUTOR['autostart'], True)
+
+
 def load_tool():
     path = ROOT / 'tools' / 'param_tables.py'
     spec = importlib.util.spec_from_file_location('param_tables', path)
