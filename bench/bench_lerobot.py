@@ -63,7 +63,7 @@ from sensor_msgs.msg import Image, JointState
 import smoke
 import yaml
 
-from remote_inference_py.contract.admission import PROTOCOL_VERSION
+from remote_inference_py.contract.check import PROTOCOL_VERSION
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
 

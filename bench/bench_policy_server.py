@@ -53,7 +53,7 @@ import smoke
 import torch
 import yaml
 
-from remote_inference_py.contract.admission import PROTOCOL_VERSION
+from remote_inference_py.contract.check import PROTOCOL_VERSION
 from remote_inference_py.policy_server.export import save_pt2
 from remote_inference_py.policy_server.manifest import spec_from_dict
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES

@@ -51,7 +51,7 @@ import uuid
 
 import smoke
 
-from remote_inference_py.contract.admission import PRESENCE_LEASE_S
+from remote_inference_py.contract.check import PRESENCE_LEASE_S
 
 BENCH = pathlib.Path(__file__).resolve().parent
 ROOT = BENCH.parent

@@ -29,7 +29,7 @@ import numpy as np
 from PIL import Image
 import pytest
 
-from remote_inference_py.contract.admission import AdmitRequest
+from remote_inference_py.contract.check import AdmitRequest
 from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.executor.core import Chunk, ExecutorCore
 from remote_inference_py.policy_server.config import ServerConfig

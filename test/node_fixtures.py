@@ -29,11 +29,12 @@ from remote_inference.srv import Admit, GetCapabilities
 from robot_fixtures import EXAMPLE
 from sensor_msgs.msg import CompressedImage, Image as ImageMsg, JointState
 
-from remote_inference_py.contract.admission import PROTOCOL_VERSION
-from remote_inference_py.executor.admission import RETRY_S as ADMISSION_RETRY_S
+from remote_inference_py.contract.check import PROTOCOL_VERSION
+from remote_inference_py.executor.handshake import RETRY_S as ADMISSION_RETRY_S
 from remote_inference_py.robot.calibration import Calibration
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
+from remote_inference_py.transport.values import stamp_ns  # noqa: F401 (tests import it here)
 
 JOINTS = list(SO101_JOINT_NAMES)
 
@@ -161,10 +162,6 @@ class ManualRobot(Robot):
             self.joint_pub.publish(joints)
             self.image_pub.publish(msg)
             self.spinner.spin_for(0.03)
-
-
-def stamp_ns(stamp):
-    return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
 # ----------------------------------------------------------------------------- executor

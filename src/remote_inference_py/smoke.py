@@ -24,7 +24,7 @@ from remote_inference.msg import ExecutorStatus
 from remote_inference.srv import GetCapabilities
 
 from remote_inference_py.common.node_main import run_node
-from remote_inference_py.contract.admission import PROTOCOL_VERSION
+from remote_inference_py.contract.check import PROTOCOL_VERSION
 from remote_inference_py.transport import qos
 
 

@@ -42,10 +42,10 @@ from remote_inference.msg import ActionChunk, InferenceRequest
 from remote_inference.srv import Admit, GetCapabilities
 from sensor_msgs.msg import JointState
 
-from remote_inference_py.contract.admission import PRESENCE_LEASE_S, PROTOCOL_VERSION
+from remote_inference_py.contract.check import PRESENCE_LEASE_S, PROTOCOL_VERSION
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
-from remote_inference_py.transport.presence import PresencePublisher
+from remote_inference_py.transport.presence_publisher import PresencePublisher
 
 JOINTS = list(SO101_JOINT_NAMES)
 

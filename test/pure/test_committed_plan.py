@@ -26,7 +26,7 @@ import numpy as np
 from plan_echo_policy import PlanEchoRuntime
 import pytest
 
-from remote_inference_py.contract.admission import (
+from remote_inference_py.contract.check import (
     AdmitRequest, check_admission, PLAIN_MERGE_MODES, ServerContract)
 from remote_inference_py.contract.plan import CommittedPlan, plan_from_fields
 from remote_inference_py.executor.merge import Plan, rtc_chunk

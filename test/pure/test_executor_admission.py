@@ -19,8 +19,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from remote_inference_py.contract.admission import PRESENCE_LEASE_S, PROTOCOL_VERSION
-from remote_inference_py.executor.admission import (
+from remote_inference_py.contract.check import PRESENCE_LEASE_S, PROTOCOL_VERSION
+from remote_inference_py.executor.handshake import (
     Admission, Admitted, AskAdmission, AskCapabilities, Client, Facts, Hardware,
     hardware_not_ready, Log, Phase, Refused, RETRY_S, WAITING_LOG_PERIOD_S)
 

@@ -16,7 +16,7 @@
 
 from types import SimpleNamespace
 
-from remote_inference_py.executor.first_answer import FIRST_REPEAT_S, FirstAnswer
+from remote_inference_py.executor.first_request import FIRST_REPEAT_S, FirstAnswer
 
 EPS = 1e-6
 R1, R2 = SimpleNamespace(request_id=1), SimpleNamespace(request_id=2)   # InferenceRequests

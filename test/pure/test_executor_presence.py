@@ -19,10 +19,10 @@ import math
 
 import pytest
 
-from remote_inference_py.contract.admission import PROTOCOL_VERSION, publishes_presence
+from remote_inference_py.contract.check import PROTOCOL_VERSION, publishes_presence
 from remote_inference_py.contract.presence import (
     presence_period, PRESENCE_SAMPLES_PER_LEASE, presence_tolerance)
-from remote_inference_py.executor.presence import LossReason, ServerPresence
+from remote_inference_py.executor.server_lease import LossReason, ServerPresence
 
 LEASE = 4.0
 PERIOD = presence_period(LEASE)

@@ -22,7 +22,7 @@ from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.executor.hold import Hold
 from remote_inference_py.executor.requests import Closed, Kind, RequestTable
 from remote_inference_py.executor.session import Session
-from remote_inference_py.executor.stats import Counters, State, Status
+from remote_inference_py.executor.status import Counters, State, Status
 from remote_inference_py.executor.timeline import Timeline
 
 JOINTS = ('j1', 'j2')

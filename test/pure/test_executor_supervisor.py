@@ -26,12 +26,12 @@ from core_fixtures import FPS, JOINTS, make_chunk
 import numpy as np
 import pytest
 
-from remote_inference_py.contract.admission import PRESENCE_LEASE_S, PROTOCOL_VERSION
+from remote_inference_py.contract.check import PRESENCE_LEASE_S, PROTOCOL_VERSION
 from remote_inference_py.executor import query as queries
 from remote_inference_py.executor import supervisor as sv
-from remote_inference_py.executor.admission import (
+from remote_inference_py.executor.handshake import (
     AskAdmission, AskCapabilities, Hardware, Log)
-from remote_inference_py.executor.choice import AskCandidate
+from remote_inference_py.executor.server_selection import AskCandidate
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 from remote_inference_py.executor.core import State
 

@@ -18,10 +18,10 @@ import dataclasses
 
 import pytest
 
-from remote_inference_py.contract.admission import (
+from remote_inference_py.contract.check import (
     AdmitRequest, check_admission, FeatureDeclaration, OLDEST_PROTOCOL_VERSION, protocol_for,
     PROTOCOL_VERSION, ServerContract)
-from remote_inference_py.policy_server.sessions import SessionTable
+from remote_inference_py.policy_server.clients import SessionTable
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 JOINTS = SO101_JOINT_NAMES

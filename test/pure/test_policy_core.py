@@ -20,7 +20,7 @@ from core_fixtures import admit, jpeg, make_server, serve_one
 import numpy as np
 import pytest
 
-from remote_inference_py.contract.admission import FeatureDeclaration
+from remote_inference_py.contract.check import FeatureDeclaration
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import (
     INFERENCE, OUTPUT, PolicyServerCore, REFUSED, Request, SUPERSEDED)

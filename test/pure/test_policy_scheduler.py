@@ -106,7 +106,7 @@ def test_inline_a_ready_request_is_served_in_the_calling_thread():
 
 def test_a_repeated_request_gets_its_published_answer_again_and_never_a_second_pass():
     # The executor repeats its first request until something of the session comes back
-    # (executor/first_answer.py): the request or its answer may have been lost.
+    # (executor/first_request.py): the request or its answer may have been lost.
     outbox = Outbox()
     core = make_server()
     scheduler = started(core, outbox, inline=True)

@@ -33,7 +33,7 @@ from remote_inference.msg import (
 from ros_fixtures import clean_dead_segments
 from sensor_msgs.msg import JointState
 
-from remote_inference_py.contract.admission import PRESENCE_LEASE_S
+from remote_inference_py.contract.check import PRESENCE_LEASE_S
 from remote_inference_py.contract.presence import presence_tolerance
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos

@@ -36,7 +36,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from remote_inference.msg import ActionChunk, InferenceRequest, ServerPresence
 from ros_fixtures import NodeProcess
 
-from remote_inference_py.contract.admission import PROTOCOL_VERSION
+from remote_inference_py.contract.check import PROTOCOL_VERSION
 from remote_inference_py.policy_server.export import save_pt2
 from remote_inference_py.policy_server.manifest import spec_from_dict
 from remote_inference_py.transport import qos

@@ -22,7 +22,7 @@ import time
 from remote_inference.msg import ServerPresence
 
 from remote_inference_py.transport import qos
-from remote_inference_py.transport.presence import PresencePublisher
+from remote_inference_py.transport.presence_publisher import PresencePublisher
 
 
 def test_samples_keep_their_cadence_while_another_thread_holds_the_interpreter(ros):

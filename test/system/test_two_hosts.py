@@ -37,7 +37,7 @@ from camera_sources import write_video
 from node_fixtures import cameras, params
 import pytest
 
-from remote_inference_py.contract.admission import PRESENCE_LEASE_S
+from remote_inference_py.contract.check import PRESENCE_LEASE_S
 from remote_inference_py.contract.presence import presence_tolerance
 
 

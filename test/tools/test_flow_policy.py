@@ -29,7 +29,7 @@ import re
 import numpy as np
 import pytest
 
-from remote_inference_py.contract.admission import AdmitRequest
+from remote_inference_py.contract.check import AdmitRequest
 from remote_inference_py.evaluation import flow
 from remote_inference_py.evaluation.learned import IMAGE_FEATURE
 from remote_inference_py.policy_server.config import ServerConfig

@@ -15,8 +15,8 @@
 """
 What a robot and a policy server agree on before anything moves (pure: no ROS).
 
-- :mod:`.admission`: the protocol version, the merge modes, the contract types and
-  :func:`~.admission.check_admission`, the one function that lists every difference; the
+- :mod:`.check`: the protocol version, the merge modes, the contract types and
+  :func:`~.check.check_admission`, the one function that lists every difference; the
   executor runs it before asking and the server when asked.
 - :mod:`.checkpoint`: what a checkpoint name means (a model file, a Hugging Face Hub id), as
   the launch checks it before anything starts and the server loads it.

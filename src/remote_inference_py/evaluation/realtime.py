@@ -46,6 +46,7 @@ from remote_inference_py.evaluation.settings import (
 from remote_inference_py.evaluation.stats import EpisodeResult
 from remote_inference_py.evaluation.task import LiftMonitor, TaskConfig
 from remote_inference_py.hardware.sim import cube_position
+from remote_inference_py.transport.values import stamp_ns
 
 RUNNER = 'real-time'
 NODE_ORDER = ('policy_server', 'hardware_interface', 'executor')
@@ -240,7 +241,7 @@ class RealTimeRunner:
 
         def estimate(status):
             ticks = status.ticks + status.skipped_ticks
-            return _stamp_ns(status.header.stamp) - int((ticks - 1) / rate * 1e9)
+            return stamp_ns(status.header.stamp) - int((ticks - 1) / rate * 1e9)
 
         started = time.monotonic()
         used_statuses = 0
@@ -271,7 +272,7 @@ class RealTimeRunner:
             if monitor is None:   # times from the first estimate: later ones are earlier
                 monitor, reference_ns = LiftMonitor(self.task), start_ns
             for pose in poses[used:]:
-                stamp = _stamp_ns(pose.header.stamp)
+                stamp = stamp_ns(pose.header.stamp)
                 if stamp < reference_ns:
                     monitor.rest_z = pose.pose.position.z
                 else:
@@ -287,8 +288,8 @@ class RealTimeRunner:
         if start_ns is None:
             return session
         monitor = LiftMonitor(self.task)
-        for pose in sorted(poses, key=lambda p: _stamp_ns(p.header.stamp)):
-            stamp = _stamp_ns(pose.header.stamp)
+        for pose in sorted(poses, key=lambda p: stamp_ns(p.header.stamp)):
+            stamp = stamp_ns(pose.header.stamp)
             if stamp < start_ns:
                 monitor.rest_z = pose.pose.position.z
             elif stamp - start_ns <= self.task.time_limit_s * 1e9:
@@ -329,7 +330,3 @@ def _fill_counters(result: EpisodeResult, statuses: List) -> None:
     for field in ('requests', 'chunks_accepted', 'chunks_dropped', 'held_ticks',
                   'starved_ticks'):
         setattr(result, field, int(getattr(last, field)))
-
-
-def _stamp_ns(stamp) -> int:
-    return stamp.sec * 1_000_000_000 + stamp.nanosec

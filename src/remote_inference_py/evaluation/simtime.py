@@ -59,7 +59,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
-from remote_inference_py.contract.admission import (
+from remote_inference_py.contract.check import (
     AdmitRequest, FeatureDeclaration, PROTOCOL_VERSION)
 from remote_inference_py.contract.plan import CommittedPlan
 from remote_inference_py.evaluation.settings import (

@@ -18,16 +18,19 @@ The executor room: plays chunks on the robot at the action rate and asks for the
 Pure (no ROS):
 
 - :mod:`.config`: the settings as frozen, validated dataclasses, one declaration per parameter.
-- :mod:`.admission`: the handshake with a policy server before motion (capabilities, admit,
+- :mod:`.handshake`: the handshake with a policy server before motion (capabilities, admit,
   matched topics) as a state machine the node steps once per control tick.
-- :mod:`.choice`: which of several candidate servers to be admitted by (a survey ranked by
-  load), and going on to the next when one refuses.
-- :mod:`.presence`: whether the admitted server instance is still there, and why not (lease
+- :mod:`.server_selection`: which of several candidate servers to be admitted by (a survey
+  ranked by load), and going on to the next when one refuses.
+- :mod:`.server_lease`: whether the admitted server instance is still there, and why not (lease
   expired, another instance, session refused).
-- :mod:`.first_answer`: until anything of a session comes back, repeat the request in flight
+- :mod:`.first_request`: until anything of a session comes back, repeat the request in flight
   (a first request or answer lost while DDS discovery completes on the other side).
 - :mod:`.query`: asking the policy while the arm holds (question, subtask, steering): why a goal
   is refused, and the state machine of one accepted goal.
+- :mod:`.supervisor`: every decision around the core, stepped by the control tick alone:
+  admission, presence, failover, start, the first request's repeats, the query, the task, the
+  exit code (facts in, actions out).
 
 :mod:`.core` is the state machine (buffer, hold, faults, return home), also pure, composed of
 parts that each own one concern and are tested alone:
@@ -42,8 +45,9 @@ parts that each own one concern and are tested alone:
 - :mod:`.hold`: the robot's feedback, the hold target and the wait; the return home.
 - :mod:`.session`: the lifecycle from admission to the end: start, server loss, failover, the
   pause for text work, stop, fault.
-- :mod:`.stats`: the states, the status message and events to log, and the counters.
+- :mod:`.status`: the states, the status message and events to log, and the counters.
 
-ROS: :mod:`.node` maps parameters, topics, services and the query action onto the handshake,
-the parts above and the core.
+ROS: :mod:`.node` is an adapter with one owner thread: its callbacks hand events to the
+control tick, which steps the supervisor (and through it the core) and carries out its
+actions.
 """

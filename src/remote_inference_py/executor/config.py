@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields
 import math
 
 from remote_inference_py.common.settings import check_settings, declared, setting
-from remote_inference_py.contract.admission import (
+from remote_inference_py.contract.check import (
     CHUNK_MERGES, MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 

@@ -28,7 +28,7 @@ concern and are tested alone:
   wait, and the return to the initial pose.
 - `session.py` (:class:`Session`): the session's lifecycle, admission to the end: the
   session id, server loss, failover, the pause for text work, stop, fault and the return.
-- `stats.py` (:class:`State`, :class:`Status`, :class:`Counters`): the state, its message and
+- `status.py` (:class:`State`, :class:`Status`, :class:`Counters`): the state, its message and
   the events to log; the counters of the status topic.
 
 The core composes them: `tick` advances the timeline, dispatches or holds (beginning the wait,
@@ -90,7 +90,7 @@ from remote_inference_py.executor.hold import Hold
 from remote_inference_py.executor.requests import (
     Closed, Closure, Kind, RequestOrder, requests_text, RequestTable)
 from remote_inference_py.executor.session import Session
-from remote_inference_py.executor.stats import Counters, ExecutorStats, State, Status
+from remote_inference_py.executor.status import Counters, ExecutorStats, State, Status
 from remote_inference_py.executor.timeline import Timeline
 from remote_inference_py.executor.validation import Chunk, ChunkValidator
 

@@ -57,7 +57,7 @@ import numpy as np
 from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.executor.hold import Hold, ReturnHome
 from remote_inference_py.executor.requests import Closed, Closure, requests_text, RequestTable
-from remote_inference_py.executor.stats import Counters, State, Status
+from remote_inference_py.executor.status import Counters, State, Status
 from remote_inference_py.executor.timeline import Timeline
 
 MOVING = (State.RUNNING, State.WAITING)

@@ -21,10 +21,10 @@ control tick's), and it carries out the actions this class returns. So every dec
 by one thread in a known order, and nothing here needs a lock. The supervisor composes:
 
 - the core (:class:`.core.ExecutorCore`): plan, merge, hold, requests, the session's states;
-- admission over the candidate servers (:class:`.choice.Selection`, the handshake of
-  :mod:`.admission`), stepped once per tick;
-- the admitted server's presence (:class:`.presence.ServerPresence`);
-- the repeat of a session's first request (:class:`.first_answer.FirstAnswer`);
+- admission over the candidate servers (:class:`.server_selection.Selection`, the handshake of
+  :mod:`.handshake`), stepped once per tick;
+- the admitted server's presence (:class:`.server_lease.ServerPresence`);
+- the repeat of a session's first request (:class:`.first_request.FirstAnswer`);
 - the running query (:class:`.query.Query`) and the task it may override.
 
 It decides what the node used to: when motion may start (:meth:`start_refusal`, the one
@@ -35,8 +35,8 @@ first, then the query, then the core, so a query's pause lands before the tick d
 the hold is the last target sent: the arm never steps back), and the exit code.
 
 A tick returns actions for the node, in order (the types below, plus the admission actions
-:class:`.admission.AskCapabilities`, :class:`.admission.AskAdmission`,
-:class:`.choice.AskCandidate` and :class:`.admission.Log`): publish a request or a command,
+:class:`.handshake.AskCapabilities`, :class:`.handshake.AskAdmission`,
+:class:`.server_selection.AskCandidate` and :class:`.handshake.Log`): publish a request or a command,
 republish the first request, call a service, use another candidate's endpoints, publish the
 task, a goal's feedback or end, the status, and finish.
 """
@@ -46,16 +46,16 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from remote_inference_py.contract.admission import publishes_presence
+from remote_inference_py.contract.check import publishes_presence
 from remote_inference_py.executor import query as queries
-from remote_inference_py.executor.admission import (
+from remote_inference_py.executor.handshake import (
     Admitted, Client, Hardware, Log, Phase, Refused)
-from remote_inference_py.executor.choice import candidate_label, Chosen, Selection, SelectionFacts
+from remote_inference_py.executor.server_selection import candidate_label, Chosen, Selection, SelectionFacts
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 from remote_inference_py.executor.core import (
     Chunk, ChunkVerdict, ExecutorCore, RequestOrder, State)
-from remote_inference_py.executor.first_answer import FirstAnswer
-from remote_inference_py.executor.presence import ServerLoss, ServerPresence
+from remote_inference_py.executor.first_request import FirstAnswer
+from remote_inference_py.executor.server_lease import ServerLoss, ServerPresence
 
 SUMMARY_PERIOD_S = 5.0
 STATUS_PERIOD_S = 0.1

@@ -24,7 +24,7 @@ Pure (no ROS), from messages to answers:
   a request selects from them by name.
 - :mod:`.images`: camera images to model inputs (checked from metadata on arrival, decoded and
   converted when used).
-- :mod:`.core`: requests in, chunks out; single-threaded, composed of :mod:`.sessions` (the
+- :mod:`.core`: requests in, chunks out; single-threaded, composed of :mod:`.clients` (the
   table of admitted sessions), :mod:`.queues` (each session's queue of requests, and those
   answered without a forward pass), :mod:`.forward` (one batched forward pass over ready
   requests, the committed plan handed to a runtime that asks for it) and :mod:`.timings`

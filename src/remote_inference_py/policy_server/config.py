@@ -32,7 +32,7 @@ import re
 from typing import Dict, Tuple
 
 from remote_inference_py.common.settings import check_settings, live_names, setting
-from remote_inference_py.contract.admission import MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S
+from remote_inference_py.contract.check import MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S
 from remote_inference_py.policy_server.manifest import ENCODING_CONVERSIONS
 from remote_inference_py.policy_server.topics import IMAGE_TRANSPORTS, parse_feature_topics
 

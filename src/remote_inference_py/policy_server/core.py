@@ -62,7 +62,7 @@ Ready requests of different sessions are batched into one forward pass, up to
 ``max_batch_size`` and what the runtime declares; the rest wait for the next pass.
 A request whose id its session sent recently (among the last :data:`RECENT_REQUEST_IDS`) is
 a repeat (the executor repeats its first
-request until something of the session comes back, ``executor/first_answer.py``): it is
+request until something of the session comes back, ``executor/first_request.py``): it is
 answered with the last published answer again when that answered it (the first copy of the
 answer may be what was lost), and not at all when its answer is still to come (counted as
 ``repeated``).
@@ -75,7 +75,7 @@ units and hands it to ``infer``; other runtimes never see it (admission refuses 
 The core is the composition of parts that each own one concern and are tested alone (it holds
 the sample buffers and decides when a request is ready or has waited too long itself):
 
-- :class:`.sessions.SessionTable`: the admitted sessions, ``max_clients``, the idle release;
+- :class:`.clients.SessionTable`: the admitted sessions, ``max_clients``, the idle release;
 - :class:`.queues.RequestQueues`: the queue of each session, its bound, push-out, repeats and
   the answers of a released session's waiting requests;
 - :class:`.forward.ForwardPass`: the model boundary (inputs, one batched forward pass, the
@@ -93,7 +93,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from remote_inference_py.contract.admission import (
+from remote_inference_py.contract.check import (
     AdmitRequest, check_admission, FeatureDeclaration, MERGE_MODES, PLAIN_MERGE_MODES,
     ServerContract)
 from remote_inference_py.policy_server import images
@@ -106,7 +106,7 @@ from remote_inference_py.policy_server.queues import (  # noqa: F401 - the core'
     Answer, ANSWER_KINDS, DROPPED, INFERENCE, Job, OBSERVATION, OUTPUT, PREPROCESSING,
     RECENT_REQUEST_IDS, REFUSED, Request, RequestQueues, SESSION_RELEASED, SUPERSEDED)
 from remote_inference_py.policy_server.runtimes import PolicyRuntime
-from remote_inference_py.policy_server.sessions import AdmitResult, SessionTable
+from remote_inference_py.policy_server.clients import AdmitResult, SessionTable
 from remote_inference_py.policy_server.text import QueryInputs
 from remote_inference_py.policy_server.timings import ActivityStats
 from remote_inference_py.robot.calibration import Calibration

@@ -61,7 +61,7 @@ Image sizes. With ``resize: fixed`` (the default) a frame must be exactly ``shap
 and width, and is resized to ``model_shape`` when that differs; with ``resize: any`` a frame
 of any height and width (with the declared channels) is resized to ``model_shape``, and
 ``shape`` is only the size the policy was trained on (what admission compares, see
-:mod:`remote_inference_py.contract.admission`). ``interpolation`` names how colour frames are
+:mod:`remote_inference_py.contract.check`). ``interpolation`` names how colour frames are
 resized: ``pillow_bilinear`` (Pillow's BILINEAR: a triangle filter that averages every source
 pixel under it when shrinking) or ``torch_bilinear`` (``torch.nn.functional.interpolate``,
 ``mode='bilinear'``, ``align_corners=False``, on the uint8 frame: what LeRobot's asynchronous

@@ -62,8 +62,9 @@ read from there once a frame has come through; the Image topic is read otherwise
 whenever the shared frames stop or cannot be opened here (another host or user).
 
 Presence: a thread of its own publishes a presence sample (this instance's id) on every
-``<ns>/policy/presence`` every ``presence_lease_s / 8`` (:mod:`..transport.presence`), whatever
-the chunk traffic and however busy serving is; every chunk and error answer carries the
+``<ns>/policy/presence`` every ``presence_lease_s / 8``
+(:mod:`..transport.presence_publisher`), whatever the chunk traffic and however busy serving
+is; every chunk and error answer carries the
 instance id too. An executor counts the server lost after a lease without any of them.
 
 Threads: callbacks hand samples, admissions and requests to the :class:`.scheduler.Scheduler`
@@ -115,7 +116,7 @@ from std_msgs.msg import Float64MultiArray
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import (
     build_config, declare_parameters, declared, LiveSettings)
-from remote_inference_py.contract.admission import (
+from remote_inference_py.contract.check import (
     AdmitRequest, PROTOCOL_VERSION)
 from remote_inference_py.contract.plan import plan_from_fields
 from remote_inference_py.policy_server.config import ServerConfig
@@ -128,8 +129,9 @@ from remote_inference_py.policy_server.topics import COMPRESSED_SUFFIX, topic_na
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.endpoints import (
     ChunkPublisher, subscribe_joint_states, TransportChoiceError)
-from remote_inference_py.transport.presence import PresencePublisher
+from remote_inference_py.transport.presence_publisher import PresencePublisher
 from remote_inference_py.transport.shared_images import ImageInput
+from remote_inference_py.transport.values import stamp_ns
 
 SUMMARY_PERIOD_S = 5.0
 # The commands profile, read with a deeper history: a burst of requests waits to be answered
@@ -141,11 +143,6 @@ ERROR_LOG_PERIOD_S = 5.0
 
 # Declared once, as the fields of ServerConfig.
 PARAMETERS = declared(ServerConfig)
-
-
-def stamp_ns(stamp):
-    """Convert a builtin_interfaces/Time to integer nanoseconds."""
-    return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
 class PolicyServerNode(Node):

@@ -188,7 +188,7 @@ class RequestQueues:
         """Answer a request whose id its session already sent (the client repeats it).
 
         A client repeats its first request until something of its session comes back
-        (executor/first_answer.py): the request or its answer may have been lost while
+        (executor/first_request.py): the request or its answer may have been lost while
         discovery matched the two sides. If this request's answer is the last one published,
         return it to publish again (its first copy may be what was lost); otherwise its answer
         is still to come (queued or being served), or a newer one was published since (the

@@ -30,7 +30,7 @@ says when the admitted instance is lost, once, as a :class:`ServerLoss` with one
   (released, or never known): retrying cannot change that.
 
 A server that may publish no presence samples (protocol 3: older than them, see
-:func:`~remote_inference_py.contract.admission.publishes_presence`) keeps its lease by what it
+:func:`~remote_inference_py.contract.check.publishes_presence`) keeps its lease by what it
 answers, and its silence counts only while it owes an answer: from the first request sent
 after the last thing heard of it (:meth:`ServerPresence.requested`) until something comes. So
 an older server is not lost while the executor waits to start, holds for a query or stops

@@ -68,7 +68,7 @@ def publishes_presence(server_version: int) -> bool:
     """Return True if a server of ``server_version`` always publishes presence samples.
 
     A server of version 3 may be older than the samples: the executor then keeps its lease by
-    what it answers, counted only while a request is owed (executor/presence.py).
+    what it answers, counted only while a request is owed (executor/server_lease.py).
     """
     return server_version >= PRESENCE_SAMPLES_SINCE
 

@@ -18,14 +18,14 @@ Choosing a policy server among several candidates (no ROS).
 An executor may be given several candidate servers (``policy_servers``: the namespace of each
 one's policy interface). :class:`Selection` drives admission over them: it asks every
 candidate for its capabilities (the *survey*), ranks the answers with :func:`choose_server`
-and then runs the one-server handshake (:class:`.admission.Admission`) with the best; when
+and then runs the one-server handshake (:class:`.handshake.Admission`) with the best; when
 that server refuses (it filled up since it answered, say) it goes on with the next. With one
 candidate there is no survey: the handshake runs as it always did.
 
 The choice rule (:func:`choose_server`), per candidate:
 
 - no answer (service not up, or no reply by the time the survey ends): not chosen;
-- an answer whose contract differs from ours (:func:`..contract.admission.check_admission`):
+- an answer whose contract differs from ours (:func:`..contract.check.check_admission`):
   not chosen, with every difference;
 - full (``active_clients >= max_clients``): not chosen;
 - otherwise usable, ranked by load ``active_clients / max_clients`` (least loaded first),
@@ -42,7 +42,7 @@ import dataclasses
 import hashlib
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from remote_inference_py.executor.admission import (
+from remote_inference_py.executor.handshake import (
     Admission, Admitted, AskAdmission, AskCapabilities, Client, Facts, Hardware,
     hardware_not_ready, Log, Phase, Refused, RETRY_S, WAITING_LOG_PERIOD_S)
 from remote_inference_py.executor.config import ON_SERVER_LOSS

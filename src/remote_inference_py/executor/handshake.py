@@ -17,7 +17,7 @@ The executor's side of the admission handshake as a state machine (no ROS).
 
 Before any motion the executor asks the policy server what it serves
 (``policy/get_capabilities``), compares that with what it wants
-(:func:`~remote_inference_py.contract.admission.check_admission`, the check the server runs
+(:func:`~remote_inference_py.contract.check.check_admission`, the check the server runs
 too), asks to be admitted (``policy/admit``) and then waits until its request and chunk
 topics are matched with the server's, since a request published before that is lost::
 
@@ -48,7 +48,7 @@ import dataclasses
 import enum
 from typing import Any, List, Optional, Sequence, Tuple
 
-from remote_inference_py.contract.admission import (
+from remote_inference_py.contract.check import (
     AdmitRequest, check_admission, FeatureDeclaration, PRESENCE_LEASE_S, protocol_for,
     ServerContract)
 
@@ -139,7 +139,7 @@ class Client:
         """Return the Admit request for a server's contract: we offer what it consumes.
 
         The protocol version is the server's when it is an older one we admit
-        (:func:`~remote_inference_py.contract.admission.protocol_for`), else ours.
+        (:func:`~remote_inference_py.contract.check.protocol_for`), else ours.
 
         Images come at the size the hardware declares for their topic (``cameras``), when it
         does (:func:`offered_features`).

@@ -16,7 +16,7 @@
 Until the server has answered anything in a session, repeat the request in flight (no ROS).
 
 Admission waits until this executor's request publisher and chunk subscription have matched
-the server's endpoints (:mod:`.admission`, MATCHING), but DDS discovery runs on each side on
+the server's endpoints (:mod:`.handshake`, MATCHING), but DDS discovery runs on each side on
 its own: the server's request subscription or chunk publisher can still be unmatched with
 ours, and a reliable, volatile endpoint drops what was published before its own side
 matched. So the first request of a session, or its answer, can be lost although both topics
