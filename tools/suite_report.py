@@ -63,8 +63,8 @@ def report(costs, events, top=15):
     if flaky:
         lines.append(f'{len(flaky)} passed only when run again (timing-sensitive under load):')
         for nodeid in flaky:
-            lines.append(f'  {nodeid}' + (f'\n      first run: {why[nodeid]}'
-                                         if why[nodeid] else ''))
+            reason = f'\n      first run: {why[nodeid]}' if why[nodeid] else ''
+            lines.append(f'  {nodeid}{reason}')
     if failed_ids:
         lines.append(f'{len(failed_ids)} failed:')
         lines += [f'  {entry}' for entry in sorted(set(by_kind['failed']))]

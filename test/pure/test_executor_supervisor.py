@@ -29,11 +29,11 @@ import pytest
 from remote_inference_py.contract.check import PRESENCE_LEASE_S, PROTOCOL_VERSION
 from remote_inference_py.executor import query as queries
 from remote_inference_py.executor import supervisor as sv
+from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
+from remote_inference_py.executor.core import State
 from remote_inference_py.executor.handshake import (
     AskAdmission, AskCapabilities, Hardware, Log)
 from remote_inference_py.executor.server_selection import AskCandidate
-from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
-from remote_inference_py.executor.core import State
 
 HOLD = Hardware('sim', 'active', True)
 

@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 
 from remote_inference_py.contract.check import PRESENCE_LEASE_S, PROTOCOL_VERSION
+from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
+from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 from remote_inference_py.executor.handshake import Client, Hardware, Phase
 from remote_inference_py.executor.server_selection import (
     AskCandidate, choose_server, Selection, SelectionFacts, SURVEY_WAIT_S, tie_key)
-from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
-from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 
 JOINTS = ('a', 'b')
 HOLD = Hardware('sim', 'active', True)

@@ -49,8 +49,8 @@ the next answer or a ``task`` parameter change.
 
 With several candidate servers (``policy_servers``, e.g. ``[gpu1, gpu2]``) the four
 ``policy/`` names exist once per candidate, ``<candidate>/policy/...``; admission surveys them
-and uses the chosen one (``executor/server_selection.py``), and ``on_server_loss: failover`` moves to
-another after a loss, once the arm holds.
+and uses the chosen one (``executor/server_selection.py``), and ``on_server_loss: failover``
+moves to another after a loss, once the arm holds.
 
 Threads: one owner. The control tick runs on a thread of its own with absolute deadlines
 (``common/ticker.py``) and is the only thread that touches the decisions: it steps the
@@ -91,10 +91,10 @@ from remote_inference_py.common.params import (
 from remote_inference_py.common.ticker import Ticker
 from remote_inference_py.executor import query as queries
 from remote_inference_py.executor import supervisor as sv
-from remote_inference_py.executor.handshake import AskAdmission, AskCapabilities, Hardware, Log
-from remote_inference_py.executor.server_selection import AskCandidate, candidate_label
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 from remote_inference_py.executor.core import Chunk
+from remote_inference_py.executor.handshake import AskAdmission, AskCapabilities, Hardware, Log
+from remote_inference_py.executor.server_selection import AskCandidate, candidate_label
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.endpoints import (
     subscribe_chunks, subscribe_joint_states, TransportChoiceError)

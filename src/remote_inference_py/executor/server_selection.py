@@ -42,10 +42,10 @@ import dataclasses
 import hashlib
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from remote_inference_py.executor.config import ON_SERVER_LOSS
 from remote_inference_py.executor.handshake import (
     Admission, Admitted, AskAdmission, AskCapabilities, Client, Facts, Hardware,
     hardware_not_ready, Log, Phase, Refused, RETRY_S, WAITING_LOG_PERIOD_S)
-from remote_inference_py.executor.config import ON_SERVER_LOSS
 
 SURVEY_WAIT_S = 1.0
 """How long the survey waits for the other candidates after the first usable answer [s]."""

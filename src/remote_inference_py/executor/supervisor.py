@@ -36,9 +36,9 @@ the hold is the last target sent: the arm never steps back), and the exit code.
 
 A tick returns actions for the node, in order (the types below, plus the admission actions
 :class:`.handshake.AskCapabilities`, :class:`.handshake.AskAdmission`,
-:class:`.server_selection.AskCandidate` and :class:`.handshake.Log`): publish a request or a command,
-republish the first request, call a service, use another candidate's endpoints, publish the
-task, a goal's feedback or end, the status, and finish.
+:class:`.server_selection.AskCandidate` and :class:`.handshake.Log`): publish a request or a
+command, republish the first request, call a service, use another candidate's endpoints,
+publish the task, a goal's feedback or end, the status, and finish.
 """
 
 from dataclasses import dataclass
@@ -48,14 +48,15 @@ import numpy as np
 
 from remote_inference_py.contract.check import publishes_presence
 from remote_inference_py.executor import query as queries
-from remote_inference_py.executor.handshake import (
-    Admitted, Client, Hardware, Log, Phase, Refused)
-from remote_inference_py.executor.server_selection import candidate_label, Chosen, Selection, SelectionFacts
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 from remote_inference_py.executor.core import (
     Chunk, ChunkVerdict, ExecutorCore, RequestOrder, State)
 from remote_inference_py.executor.first_request import FirstAnswer
+from remote_inference_py.executor.handshake import (
+    Admitted, Client, Hardware, Log, Phase, Refused)
 from remote_inference_py.executor.server_lease import ServerLoss, ServerPresence
+from remote_inference_py.executor.server_selection import (
+    candidate_label, Chosen, Selection, SelectionFacts)
 
 SUMMARY_PERIOD_S = 5.0
 STATUS_PERIOD_S = 0.1

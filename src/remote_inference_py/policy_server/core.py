@@ -97,6 +97,7 @@ from remote_inference_py.contract.check import (
     AdmitRequest, check_admission, FeatureDeclaration, MERGE_MODES, PLAIN_MERGE_MODES,
     ServerContract)
 from remote_inference_py.policy_server import images
+from remote_inference_py.policy_server.clients import AdmitResult, SessionTable
 from remote_inference_py.policy_server.config import LIVE_FIELDS, ServerConfig
 from remote_inference_py.policy_server.forward import BadFrames, Computed, ForwardPass, Work
 from remote_inference_py.policy_server.images import InputError
@@ -106,7 +107,6 @@ from remote_inference_py.policy_server.queues import (  # noqa: F401 - the core'
     Answer, ANSWER_KINDS, DROPPED, INFERENCE, Job, OBSERVATION, OUTPUT, PREPROCESSING,
     RECENT_REQUEST_IDS, REFUSED, Request, RequestQueues, SESSION_RELEASED, SUPERSEDED)
 from remote_inference_py.policy_server.runtimes import PolicyRuntime
-from remote_inference_py.policy_server.clients import AdmitResult, SessionTable
 from remote_inference_py.policy_server.text import QueryInputs
 from remote_inference_py.policy_server.timings import ActivityStats
 from remote_inference_py.robot.calibration import Calibration

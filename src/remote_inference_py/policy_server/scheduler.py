@@ -50,12 +50,12 @@ import threading
 from typing import Callable, List, Optional, Sequence
 
 from remote_inference_py.contract.check import AdmitRequest
+from remote_inference_py.policy_server.clients import AdmitResult
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import (
     Answer, PolicyServerCore, Request, Work)
 from remote_inference_py.policy_server.delivery import DelayLine
 from remote_inference_py.policy_server.images import InputError
-from remote_inference_py.policy_server.clients import AdmitResult
 from remote_inference_py.policy_server.text import QueryInputs
 
 IDLE_WAIT_S = 0.5   # the inference thread looks again at least this often

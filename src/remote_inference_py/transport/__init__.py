@@ -28,6 +28,7 @@ transport (``REMOTE_INFERENCE_TRANSPORT=fast|plain``, see :mod:`.endpoints`).
 - :mod:`.image_cdr`: the fields of a serialized ``sensor_msgs/Image`` without a copy (fast).
 - :mod:`.frame_ring`: the same-host shared-memory ring of camera frames (atomics and fences
   from libatomic, correct on weakly ordered CPUs; no ROS imports).
-- :mod:`.presence_publisher`: the policy server's presence samples, published from a thread of their own
-  on absolute deadlines (every ``lease / 8``), whatever the node's executor is doing.
+- :mod:`.presence_publisher`: the policy server's presence samples, published from a thread
+  of their own on absolute deadlines (every ``lease / 8``), whatever the node's executor is
+  doing.
 """
