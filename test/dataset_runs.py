@@ -40,6 +40,7 @@ PERIOD = NS // FPS
 HEIGHT, WIDTH = 48, 64
 TASK_1 = 'pick up the cube'
 TASK_2 = 'grasp the cube'
+SEMANTICS = 'so101-degrees-gripper-percent-v1'
 
 
 @dataclasses.dataclass
@@ -54,6 +55,19 @@ class Spec:
     end_s: float = 3.5
     camera_stops_s: float = 0.0       # 0: the camera never stops
     width: int = WIDTH
+
+
+def _feature(name, kind, shape, names=(), topic=''):
+    return types.SimpleNamespace(name=name, kind=kind, shape=shape, names=list(names),
+                                 semantics=SEMANTICS if kind == 'state' else '', topic=topic)
+
+
+def capabilities(width=WIDTH):
+    """What the served policy declares: state, a camera, and simulator ground truth."""
+    return [_feature('observation.state', 'state', [6], SO101_JOINT_NAMES, 'joint_states'),
+            _feature('observation.images.front', 'rgb', [HEIGHT, width, 3],
+                     topic='cameras/front/image_raw'),
+            _feature('observation.environment_state', 'privileged', [7], topic='sim/cube_pose')]
 
 
 def frame_pixels(number, width=WIDTH):
@@ -134,8 +148,8 @@ def run_messages(spec=None):
             break
         pixels = frame_pixels(k, spec.width)
         out.append(('/cameras/front/image_raw', ns + 3_000_000, _msg(
-            header=_header(ns), height=HEIGHT, width=spec.width, encoding='rgb8', step=spec.width * 3,
-            data=pixels.tobytes(), is_bigendian=0)))
+            header=_header(ns), height=HEIGHT, width=spec.width, encoding='rgb8',
+            step=spec.width * 3, data=pixels.tobytes(), is_bigendian=0)))
     for number, (sent, arrives, task) in enumerate((
             (spec.ready_s, spec.first_chunk_s, TASK_1),
             (1.0, 1.2, TASK_1),

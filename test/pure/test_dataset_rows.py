@@ -14,10 +14,9 @@
 
 """The dataset rows of a run: dispatched ticks only, tasks as dispatched, cameras lost."""
 
-import types
-
 from dataset_runs import (
-    expected_rows, frame_pixels, PERIOD, run_messages, Spec, T0, TASK_1, TASK_2)
+    capabilities, expected_rows, frame_pixels, PERIOD, run_messages, SEMANTICS, Spec, T0,
+    TASK_1, TASK_2)
 import numpy as np
 import pytest
 
@@ -25,22 +24,6 @@ from remote_inference_py.analysis.dataset_rows import (
     EpisodeEnd, feed, image_array, Row, RowBuilder, schema_from_capabilities, SchemaError)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.robot.units import JointConverter
-
-SEMANTICS = 'so101-degrees-gripper-percent-v1'
-
-
-def feature(name, kind, shape, names=(), topic=''):
-    return types.SimpleNamespace(name=name, kind=kind, shape=shape, names=list(names),
-                                 semantics=SEMANTICS if kind == 'state' else '', topic=topic)
-
-
-def capabilities(width=64):
-    """What the served policy declares: state, a camera, and simulator ground truth."""
-    return [feature('observation.state', 'state', [6], SO101_JOINT_NAMES, 'joint_states'),
-            feature('observation.images.front', 'rgb', [48, width, 3],
-                    topic='cameras/front/image_raw'),
-            feature('observation.environment_state', 'privileged', [7], topic='sim/cube_pose')]
-
 
 def schema(width=64, notes=None):
     return schema_from_capabilities(capabilities(width), SO101_JOINT_NAMES, SEMANTICS, 30.0,

@@ -40,6 +40,7 @@ finalize), on a thread of its own behind a bounded queue.
 import errno
 import json
 import logging
+import os
 import pathlib
 import queue
 import shutil
@@ -241,13 +242,21 @@ class DatasetWriter:
                 return
             if isinstance(event, EpisodeEnd):
                 self._save(event.reason)
-            elif not self.failed:
+            elif self.failed:
+                self.dropped += 1            # after a write error: counted, not written
+            else:
                 self._add(event)
 
     def _add(self, row):
         try:
             self.dataset.add_frame(dict(row.frame))
             self.frames_in_episode += 1
+            # LeRobot's write_image reports a failed PNG write on stdout and goes on; a frame
+            # whose file is missing or empty is a write error here.
+            for key in self.dataset.meta.video_keys:
+                path = self.dataset.episode_buffer[key][-1]
+                if not os.path.isfile(path) or os.path.getsize(path) == 0:
+                    raise OSError(f'LeRobot could not write the frame {path}')
         except Exception as error:  # noqa: B902 - named, the episode closed, the robot unaffected
             self._fail(f'adding frame {self.frames_in_episode} of episode '
                        f'{self.dataset.meta.total_episodes}: '
