@@ -57,21 +57,22 @@ class Spec:
     width: int = WIDTH
 
 
-def _feature(name, kind, shape, names=(), topic=''):
+def feature(name, kind, shape, names=(), topic=''):
+    """Return an ObservationFeature-like declaration."""
     return types.SimpleNamespace(name=name, kind=kind, shape=shape, names=list(names),
                                  semantics=SEMANTICS if kind == 'state' else '', topic=topic)
 
 
 def capabilities(width=WIDTH):
-    """What the served policy declares: state, a camera, and simulator ground truth."""
-    return [_feature('observation.state', 'state', [6], SO101_JOINT_NAMES, 'joint_states'),
-            _feature('observation.images.front', 'rgb', [HEIGHT, width, 3],
-                     topic='cameras/front/image_raw'),
-            _feature('observation.environment_state', 'privileged', [7], topic='sim/cube_pose')]
+    """Return what the served policy declares: state, a camera, simulator ground truth."""
+    return [feature('observation.state', 'state', [6], SO101_JOINT_NAMES, 'joint_states'),
+            feature('observation.images.front', 'rgb', [HEIGHT, width, 3],
+                    topic='cameras/front/image_raw'),
+            feature('observation.environment_state', 'privileged', [7], topic='sim/cube_pose')]
 
 
 def frame_pixels(number, width=WIDTH):
-    """The camera frame ``number``: smooth gradients shifted by the number."""
+    """Return camera frame ``number``: smooth gradients shifted by the number."""
     y, x = np.mgrid[0:HEIGHT, 0:width]
     red = (x * 3 + number * 5) % 256
     green = (y * 4 + number * 3) % 256
@@ -80,7 +81,7 @@ def frame_pixels(number, width=WIDTH):
 
 
 def pose(t):
-    """The SI joint target dispatched at time t."""
+    """Return the SI joint target dispatched at time t."""
     return np.array([0.3 * np.sin(t), -1.0 + 0.1 * t, 1.0, 0.9, 0.1 * np.cos(t), 0.3 + 0.1 * t])
 
 
@@ -139,9 +140,9 @@ def run_messages(spec=None):
         status(ns + 500_000, current[-1] if current else 'READY')
     for k in range(int(spec.end_s * 50)):     # joint states at 50 Hz, 2 ms old at send
         ns = T0 + k * NS // 50
+        position = list(pose(ns / NS - T0 / NS) - 0.01)
         out.append(('/joint_states', ns + 2_000_000,
-                    _msg(header=_header(ns), name=names, position=list(pose(ns / NS - T0 / NS)
-                                                                        - 0.01))))
+                    _msg(header=_header(ns), name=names, position=position)))
     for k in range(int(spec.end_s * FPS)):   # a frame 5 ms before each tick
         ns = T0 + k * PERIOD - 5_000_000
         if spec.camera_stops_s and k / FPS >= spec.camera_stops_s:

@@ -15,8 +15,8 @@
 """The dataset rows of a run: dispatched ticks only, tasks as dispatched, cameras lost."""
 
 from dataset_runs import (
-    capabilities, expected_rows, frame_pixels, PERIOD, run_messages, SEMANTICS, Spec, T0,
-    TASK_1, TASK_2)
+    capabilities, expected_rows, feature, frame_pixels, PERIOD, run_messages, SEMANTICS, Spec,
+    T0, TASK_1, TASK_2)
 import numpy as np
 import pytest
 
@@ -24,6 +24,7 @@ from remote_inference_py.analysis.dataset_rows import (
     EpisodeEnd, feed, image_array, Row, RowBuilder, schema_from_capabilities, SchemaError)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.robot.units import JointConverter
+
 
 def schema(width=64, notes=None):
     return schema_from_capabilities(capabilities(width), SO101_JOINT_NAMES, SEMANTICS, 30.0,

@@ -24,7 +24,7 @@ import os
 import subprocess
 
 from dataset_runs import (
-    capabilities, expected_rows, frame_pixels, FPS, PERIOD, run_messages, SEMANTICS, Spec, T0,
+    capabilities, expected_rows, FPS, frame_pixels, PERIOD, run_messages, SEMANTICS, Spec, T0,
     write_bag)
 import numpy as np
 import pytest

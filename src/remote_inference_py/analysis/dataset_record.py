@@ -12,10 +12,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""
+r"""
 Record a run as a LeRobot dataset while it runs: ``record_dataset:=<folder>`` at launch.
 
-    ros2 run remote_inference record_dataset --ros-args -p dataset_dir:=my_dataset \\
+    ros2 run remote_inference record_dataset --ros-args -p dataset_dir:=my_dataset \
         -p repo_id:=me/so101_pick [-p start_executor:=true] [-r __ns:=/robot1]
 
 A node of its own, in its own process, fed by topics: motion never waits on it. It asks the

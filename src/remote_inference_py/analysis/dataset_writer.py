@@ -13,8 +13,9 @@
 # limitations under the License.
 
 """
-Write dataset rows through LeRobot's own ``LeRobotDataset`` (create, add_frame, save_episode,
-finalize), on a thread of its own behind a bounded queue.
+Write dataset rows through LeRobot's own ``LeRobotDataset``, on a thread behind a bounded queue.
+
+LeRobot's create, add_frame, save_episode and finalize do the writing.
 
 - :func:`check_existing` refuses, by name, a folder that holds a dataset of other features,
   fps or robot type (LeRobot's ``sanity_check_dataset_robot_compatibility`` compares the same
