@@ -111,3 +111,14 @@ def test_a_camera_lost_mid_episode_is_named_and_ends_it():
     assert rows[-1].stamp_ns < ends[0].stamp_ns
     assert all((r.stamp_ns - T0) / 1e9 < 1.55 for r in rows)
     assert builder.counts['episodes'] == 1
+
+
+def test_every_declared_camera_is_recorded_at_its_published_size():
+    # The policy reads the front camera (resized by the server); the hardware also has a
+    # wrist camera the policy does not consume: lerobot-record records both.
+    declared = schema_from_capabilities(
+        capabilities(), SO101_JOINT_NAMES, SEMANTICS, 30.0, 'so101_follower',
+        camera_shapes={'front': [480, 640, 3], 'wrist': [240, 320, 3], 'depth': [48, 64, 1]})
+    assert [(c.key, c.shape) for c in declared.cameras] == [
+        ('observation.images.front', (480, 640, 3)),
+        ('observation.images.wrist', (240, 320, 3))]

@@ -36,7 +36,10 @@ What a row is (the decisions, also in docs/recording.md):
   captured at or before the tick, in the feature's semantics and order.
 - ``observation.images.<camera>``: the newest frame of that camera captured at or before the
   tick, at the size the camera published it (what ``lerobot-record`` stores; the server
-  resizes to the policy's input).
+  resizes to the policy's input). Every camera the hardware declares is recorded, also one
+  the served policy does not consume (``lerobot-record`` records every camera of the robot;
+  a policy trained on the dataset may use them): the scripted expert of the demo reads the
+  simulated cube pose, yet its dataset holds the front camera.
 - ``task``: the task of the request whose chunk drove the tick: the last chunk received
   before the command (a chunk answers one request, which carries its task). After a subtask
   answer the label therefore changes at the first tick the new chunk drives, not when the
@@ -143,7 +146,8 @@ def schema_from_capabilities(features, action_names: Sequence[str], semantics: s
 
     ``features`` are ObservationFeature-like objects (name, shape, kind, names, semantics,
     topic). ``camera_shapes`` maps a camera name to the (height, width, channels) the camera
-    publishes (``hardware/info``); a camera not in it is recorded at the policy's shape.
+    publishes (``hardware/info``); a camera not in it is recorded at the policy's shape, and
+    a colour camera in it that the policy does not consume is recorded too.
     Features left out are described in ``notes``.
     """
     notes = notes if notes is not None else []
@@ -168,6 +172,11 @@ def schema_from_capabilities(features, action_names: Sequence[str], semantics: s
             notes.append(f'{feature.name!r} ({kind}) is not recorded: '
                          + ('simulator ground truth, which a real robot does not observe'
                             if kind == 'privileged' else 'only state and rgb features are'))
+    recorded = {c.camera for c in cameras}
+    for camera, shape in sorted(camera_shapes.items()):
+        shape = tuple(int(v) for v in shape)
+        if camera not in recorded and len(shape) == 3 and shape[2] == 3:
+            cameras.append(CameraFeature(camera, f'observation.images.{camera}', shape))
     if not action_names:
         raise SchemaError('the policy declares no action names')
     JointConverter(semantics, tuple(action_names))
