@@ -243,6 +243,9 @@ def main(argv=None):
         return 2
     if options.dataset:   # this script starts the executor once both recorders listen
         extra['dataset_recorder'] = {'start_executor': False}
+        # A dataset holds the camera even when the policy does not read it (the expert).
+        extra['hardware_interface'] = {**extra.get('hardware_interface', {}),
+                                       'sim_render': True}
     rclpy.init()
     node = rclpy.create_node('demo_recorder')
     executor = SingleThreadedExecutor()

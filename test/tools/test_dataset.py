@@ -49,6 +49,14 @@ def schema(width=64, fps=30.0, robot_type='so101_follower'):
                                     robot_type)
 
 
+def radians():
+    """The same names and shapes in other units: radians."""
+    caps = capabilities()
+    caps[0].semantics = 'si-radians-v1'
+    return schema_from_capabilities(caps, SO101_JOINT_NAMES, 'si-radians-v1', 30.0,
+                                    'so101_follower')
+
+
 def live_rows(spec=None):
     """Rows from the messages in the order the live recorder receives them."""
     builder = RowBuilder(schema(spec.width if spec else 64))
@@ -131,7 +139,8 @@ def test_an_existing_dataset_of_other_fps_robot_or_features_is_refused_by_name(t
     write_dataset(tmp_path / 'bag', folder, REPO)
     for other, words in ((schema(fps=15.0), 'fps 30, this run records 15'),
                          (schema(robot_type='koch_follower'), "robot_type 'so101_follower'"),
-                         (schema(width=96), "feature 'observation.images.front' has shape")):
+                         (schema(width=96), "feature 'observation.images.front' has shape"),
+                         (radians(), "units .*'action': 'so101-degrees-gripper-percent-v1'")):
         with pytest.raises(dataset_writer.DatasetError, match=words) as error:
             dataset_writer.check_existing(folder, other, REPO)
         assert str(folder) in str(error.value)

@@ -82,8 +82,12 @@ def command_rate(path, namespace):
     return 1e9 / float(np.median(np.diff(stamps)))
 
 
-def schema_from_info(info, semantics='so101-degrees-gripper-percent-v1'):
-    """Return the schema of an existing dataset (its meta/info.json as a dict)."""
+def schema_from_info(info, semantics='so101-degrees-gripper-percent-v1', units=None):
+    """Return the schema of an existing dataset (its meta/info.json as a dict).
+
+    ``units`` ({feature: semantics}, from ``meta/remote_inference.json``) overrides
+    ``semantics`` for the features it names.
+    """
     features = info['features']
     states, cameras = [], []
     action = features.get('action')
@@ -93,13 +97,15 @@ def schema_from_info(info, semantics='so101-degrees-gripper-percent-v1'):
     def joints(names):
         return tuple(n[:-len(JOINT_SUFFIX)] if n.endswith(JOINT_SUFFIX) else n for n in names)
 
+    units = units or {}
     for key, feature in features.items():
         if feature['dtype'] == 'float32' and key.startswith('observation.'):
-            states.append(StateFeature(key, joints(feature['names']), semantics))
+            states.append(StateFeature(key, joints(feature['names']),
+                                       units.get(key, semantics)))
         elif feature['dtype'] == 'video':
             cameras.append(CameraFeature(key.rsplit('.', 1)[-1], key, tuple(feature['shape'])))
     return Schema(int(info['fps']), info.get('robot_type') or '', tuple(states),
-                  tuple(cameras), joints(action['names']), semantics)
+                  tuple(cameras), joints(action['names']), units.get('action', semantics))
 
 
 def schema_from_bag(path, namespace='', semantics='so101-degrees-gripper-percent-v1', fps=0.0,
@@ -151,7 +157,8 @@ def write_dataset(bag, folder, repo_id='', namespace='',
     repo_id = repo_id or f'local/{folder.name}'
     info = folder / 'meta' / 'info.json'
     if info.is_file():
-        schema = schema_from_info(json.loads(info.read_text()), semantics)
+        schema = schema_from_info(json.loads(info.read_text()), semantics,
+                                  dataset_writer.read_units(folder))
     else:
         schema = schema_from_bag(bag, namespace, semantics, fps, robot_type)
     builder = RowBuilder(schema, calibration, camera_timeout_s)

@@ -21,7 +21,9 @@ LeRobot's create, add_frame, save_episode and finalize do the writing.
   fps or robot type (LeRobot's ``sanity_check_dataset_robot_compatibility`` compares the same
   three), or a folder that holds something else; a compatible dataset is appended to, as
   ``lerobot-record --resume`` does. It reads ``meta/info.json`` only, so it runs before motion
-  without importing LeRobot.
+  without importing LeRobot. The joint features' semantics (their units: degrees or radians
+  under the same names) are kept beside LeRobot's files in ``meta/remote_inference.json``,
+  and a dataset in other units is refused too.
 - :class:`DatasetWriter` takes :class:`~.dataset_rows.Row` and
   :class:`~.dataset_rows.EpisodeEnd` events with :meth:`DatasetWriter.put`, which never
   blocks: when the queue is full the row is dropped and counted (named per episode in the
@@ -110,7 +112,31 @@ def check_existing(folder, schema, repo_id=''):
                 raise DatasetError(f'{where}: feature {key!r} has {field} '
                                    f'{theirs[key].get(field)!r}, this run records '
                                    f'{ours[key][field]!r}')
+    units = read_units(folder)
+    if units and units != schema_units(schema):
+        raise DatasetError(f'{where}: units {units}, this run records {schema_units(schema)} '
+                           f'({UNITS_FILE})')
     return True
+
+
+UNITS_FILE = 'meta/remote_inference.json'
+
+
+def schema_units(schema):
+    """Return {feature: semantics} of the joint features (what the numbers mean)."""
+    return {**{s.key: s.semantics for s in schema.states}, 'action': schema.action_semantics}
+
+
+def read_units(folder):
+    """Return the units file of a dataset this package wrote ({} for another's)."""
+    path = pathlib.Path(folder) / UNITS_FILE
+    return json.loads(path.read_text()).get('units', {}) if path.is_file() else {}
+
+
+def write_units(folder, schema):
+    """Write which semantics the joint features are in, beside LeRobot's meta files."""
+    path = pathlib.Path(folder) / UNITS_FILE
+    path.write_text(json.dumps({'units': schema_units(schema)}, indent=2) + '\n')
 
 
 def decode_frames_pyav(video_path, timestamps, tolerance_s, backend='pyav',
@@ -172,9 +198,11 @@ def open_dataset(folder, repo_id, schema, vcodec=DEFAULT_VCODEC, image_writer_th
         if image_writer_threads:
             dataset.start_image_writer(num_processes=0, num_threads=image_writer_threads)
         return dataset
-    return LeRobotDataset.create(repo_id, schema.fps, schema.features(), root=folder,
-                                 robot_type=schema.robot_type, use_videos=True,
-                                 image_writer_threads=image_writer_threads, vcodec=vcodec)
+    dataset = LeRobotDataset.create(repo_id, schema.fps, schema.features(), root=folder,
+                                    robot_type=schema.robot_type, use_videos=True,
+                                    image_writer_threads=image_writer_threads, vcodec=vcodec)
+    write_units(folder, schema)
+    return dataset
 
 
 def describe_error(error, folder):
