@@ -185,6 +185,8 @@ def main(argv=None):
                         'converts it too')
     parser.add_argument('--repo-id', default='', help='repo id of --dataset (default '
                         'local/<folder name>)')
+    parser.add_argument('--render', action='store_true', help='render the simulated camera '
+                        'even when the policy does not read it (as --dataset does)')
     parser.add_argument('--no-video', action='store_true', help='skip the video of the run')
     parser.add_argument('--out', default='', help='output folder (default runs/demo_<time>)')
     options = parser.parse_args(argv)
@@ -243,6 +245,7 @@ def main(argv=None):
         return 2
     if options.dataset:   # this script starts the executor once both recorders listen
         extra['dataset_recorder'] = {'start_executor': False}
+    if options.dataset or options.render:
         # A dataset holds the camera even when the policy does not read it (the expert).
         extra['hardware_interface'] = {**extra.get('hardware_interface', {}),
                                        'sim_render': True}
