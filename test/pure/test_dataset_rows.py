@@ -122,3 +122,10 @@ def test_every_declared_camera_is_recorded_at_its_published_size():
     assert [(c.key, c.shape) for c in declared.cameras] == [
         ('observation.images.front', (480, 640, 3)),
         ('observation.images.wrist', (240, 320, 3))]
+
+
+def test_frames_of_another_size_are_left_out_and_named():
+    builder = RowBuilder(schema())
+    builder.image('front', T0, np.zeros((480, 640, 3), np.uint8))
+    assert builder.notes == ["camera 'front' published a (480, 640, 3) frame; the dataset "
+                             'records (48, 64, 3): frame left out']

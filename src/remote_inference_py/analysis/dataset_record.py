@@ -46,7 +46,8 @@ from std_srvs.srv import Trigger
 
 from remote_inference_py import bringup
 from remote_inference_py.analysis.dataset_rows import (
-    EpisodeEnd, feed, image_array, RowBuilder, schema_from_capabilities, SchemaError, stamp_ns)
+    camera_name, EpisodeEnd, feed, image_array, RowBuilder, schema_from_capabilities,
+    SchemaError, stamp_ns)
 from remote_inference_py.analysis.record import deep
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import declare_parameters, ParamSpec
@@ -76,6 +77,9 @@ PARAMETERS = (
               high=3600.0),
 )
 ROBOT_SIDE_TOPICS = (bringup.STATUS.name, bringup.JOINT_STATES.name)
+# How long to wait for hardware/info to declare the cameras the policy reads (their size is the
+# dataset's); then a camera not declared is recorded at the policy's input size [s].
+CAMERA_WAIT_S = 30.0
 
 
 class DatasetRecorderNode(Node):
@@ -151,8 +155,8 @@ class DatasetRecorderNode(Node):
                     self.caps_at = time.monotonic()
             return
         if self.opening is None:
-            if self.hardware is None and time.monotonic() - self.caps_at < 2.0:
-                return                  # the cameras' sizes come latched, soon
+            if not self._cameras_declared() and time.monotonic() - self.caps_at < CAMERA_WAIT_S:
+                return                  # real cameras declare their size once opened
             self.opening = threading.Thread(target=self._open, name='dataset-open', daemon=True)
             self.opening.start()
             return
@@ -163,6 +167,16 @@ class DatasetRecorderNode(Node):
             self._refuse(result)
             return
         self._subscribe(result)
+
+    def _cameras_declared(self):
+        """Return True once hardware/info declares every camera the policy reads."""
+        if self.hardware is None:
+            return False
+        declared = {c.topic.split('/')[1] for c in self.hardware.cameras
+                    if c.topic.startswith('cameras/') and c.topic.count('/') >= 2}
+        wanted = {camera_name(f.name, f.topic) for f in self.capabilities.features
+                  if f.kind == 'rgb'}
+        return wanted <= declared
 
     def _open(self):
         """Build the schema and open the dataset (a thread: LeRobot's import takes seconds)."""

@@ -241,6 +241,7 @@ class RowBuilder:
         self._joints_needed = sorted({j for s in schema.states for j in s.joints})
         self._joint_states = _Stream()
         self._images = {c.camera: _Stream() for c in schema.cameras}
+        self._shapes = {c.camera: tuple(c.shape) for c in schema.cameras}
         self._statuses: List[Tuple[int, str, str]] = []   # (stamp, state, message)
         self._pending: List[Tuple[int, np.ndarray, str]] = []
         self._request_tasks: Dict[Tuple[str, int], str] = {}
@@ -268,8 +269,16 @@ class RowBuilder:
     def image(self, camera: str, stamp_ns: int, frame) -> list:
         """Note a camera frame (RGB uint8 array, or anything :meth:`Row` users decode)."""
         stream = self._images.get(camera)
-        if stream is not None:
-            stream.add(stamp_ns, frame)
+        if stream is None:
+            return []
+        shape = self._shapes[camera]
+        if tuple(getattr(frame, 'shape', shape)) != shape:
+            note = (f'camera {camera!r} published a {tuple(frame.shape)} frame; the dataset '
+                    f'records {shape}: frame left out')
+            if note not in self.notes:
+                self.notes.append(note)
+            return []
+        stream.add(stamp_ns, frame)
         return []
 
     def request(self, session_id: str, request_id: int, task: str) -> list:
