@@ -161,7 +161,7 @@ def test_an_encoder_error_is_named_and_the_dataset_keeps_what_was_written(tmp_pa
     dataset = dataset_writer.open_dataset(folder, REPO, schema(), vcodec='h264')
     writer = dataset_writer.DatasetWriter(dataset, log=lambda level, text: logs.append(text))
     for event in live_rows():                 # a good episode first
-        writer.queue.put(event)
+        writer.put_waiting(event)
     writer.close()
     assert writer.episodes_saved == 1
     # Odd-width frames: h264 (libx264) cannot encode yuv420p at width 65 (a real encoder error).
@@ -170,7 +170,7 @@ def test_an_encoder_error_is_named_and_the_dataset_keeps_what_was_written(tmp_pa
     odd.meta.features['observation.images.front']['shape'] = (48, 65, 3)
     writer = dataset_writer.DatasetWriter(odd, log=lambda level, text: logs.append(text))
     for event in live_rows(Spec(width=65)):
-        writer.queue.put(event)
+        writer.put_waiting(event)
     errors = writer.close()
     assert len(errors) == 1 and 'saving episode 1' in errors[0], errors
     assert 'the episode is discarded' in errors[0]
@@ -192,7 +192,7 @@ def test_a_full_disk_is_named_and_the_episode_closed(tmp_path):
         dataset = dataset_writer.open_dataset(mount / 'dataset', REPO, schema())
         writer = dataset_writer.DatasetWriter(dataset, log=lambda level, text: logs.append(text))
         for event in live_rows(Spec(stop_s=14.0, end_s=14.5)):
-            writer.queue.put(event)
+            writer.put_waiting(event)
         errors = writer.close()
         assert errors and 'disk full writing the dataset at' in errors[0], errors
         assert 'adding frame' in errors[0], errors

@@ -168,7 +168,7 @@ def write_dataset(bag, folder, repo_id='', namespace='',
     # Nothing moves while a bag is converted: wait for room in the queue instead of dropping.
     try:
         for event in bag_events(bag, builder, namespace):
-            writer.queue.put(event)
+            writer.put_waiting(event)
     finally:
         writer.close()
     return writer, builder

@@ -48,6 +48,7 @@ import pathlib
 import queue
 import shutil
 import threading
+import time
 
 from remote_inference_py.analysis.dataset_rows import EpisodeEnd, Row
 
@@ -227,7 +228,10 @@ class DatasetWriter:
         self.dataset = dataset
         self.folder = pathlib.Path(dataset.root)
         self.log = log or (lambda level, text: LOG.log(level, text))
-        self.queue = queue.Queue(maxsize=queue_rows)
+        self.queue = queue.Queue()       # rows bounded by queue_rows; episode ends never
+        self.queue_rows = queue_rows
+        self.rows_queued = 0
+        self._count_lock = threading.Lock()
         self.dropped = 0                 # rows the queue had no room for, whole run
         self.episode_dropped = 0         # ... in the episode being recorded
         self.failed = ''                 # the error that stopped writing, '' while none
@@ -240,19 +244,25 @@ class DatasetWriter:
 
     def put(self, event):
         """Hand a Row or EpisodeEnd to the writer without waiting; False when dropped."""
-        if isinstance(event, Row) and self.failed:
-            self.dropped += 1
-            return False
-        try:
-            self.queue.put_nowait(event)
-            return True
-        except queue.Full:
-            if isinstance(event, Row):
-                self.dropped += 1
-                self.episode_dropped += 1
-                return False
-            self.queue.put(event)        # an episode end is never dropped
-            return True
+        if isinstance(event, Row):
+            with self._count_lock:
+                if self.failed:
+                    self.dropped += 1
+                    return False
+                if self.rows_queued >= self.queue_rows:
+                    self.dropped += 1
+                    self.episode_dropped += 1
+                    return False
+                self.rows_queued += 1
+        self.queue.put(event)            # unbounded: an episode end is never dropped
+        return True
+
+    def put_waiting(self, event):
+        """Hand an event to the writer, waiting for room (converting a bag: nothing moves)."""
+        while isinstance(event, Row) and self.rows_queued >= self.queue_rows \
+                and self._thread.is_alive():
+            time.sleep(0.005)
+        return self.put(event)
 
     def close(self, timeout=None):
         """Save an open episode, finalize the dataset, stop the thread; return the errors."""
@@ -271,10 +281,13 @@ class DatasetWriter:
                 return
             if isinstance(event, EpisodeEnd):
                 self._save(event.reason)
-            elif self.failed:
-                self.dropped += 1            # after a write error: counted, not written
-            else:
-                self._add(event)
+                continue
+            with self._count_lock:
+                self.rows_queued -= 1
+                if self.failed:
+                    self.dropped += 1        # after a write error: counted, not written
+                    continue
+            self._add(event)
 
     def _add(self, row):
         try:
@@ -312,7 +325,7 @@ class DatasetWriter:
         self.episodes_saved += 1
         self.frames_saved += count
         note = (f'; {dropped} frames dropped (the writer fell behind: its queue of '
-                f'{self.queue.maxsize} rows was full)' if dropped else '')
+                f'{self.queue_rows} rows was full)' if dropped else '')
         self.log(logging.WARNING if dropped else logging.INFO,
                  f'dataset: episode {index} saved, {count} frames ({reason}){note}')
 
