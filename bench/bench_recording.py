@@ -26,8 +26,9 @@ Cells alternate, ``--rounds`` of each, so a load change on the host hits both.
 Per cell, from the run's bag: the ticks held and starved while moving (the executor's own
 counters, ``executor/status``), the ticks it skipped (a late tick), and the tick lateness:
 each ``joint_commands`` stamp after motion started against the tick grid of the executor's fps,
-anchored so that the earliest tick is on time (lateness 0), p50 / p99 / max. With recording on, also the rows the dataset got
-and the rows the writer dropped (the recorder's last log line).
+anchored so that the earliest tick is on time (lateness 0), p50 / p99 / max. With recording
+on, also the rows the dataset got and the rows the writer dropped (the recorder's last log
+line).
 
 Run: ``./run bench recording`` (or ``python bench/bench_recording.py --rounds 3`` inside
 ``./run shell``). Prints a markdown table and writes bench/results/recording.md; ``--smoke``
