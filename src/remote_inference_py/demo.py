@@ -78,12 +78,13 @@ def sim_rate_hz(share_dir):
     return float(yaml.safe_load(path.read_text())['/**/executor']['ros__parameters']['fps'])
 
 
-def demo_policy(name, fps=None, default_fps=None):
+def demo_policy(name, fps=None, default_fps=None, semantics=''):
     """Return the :class:`DemoPolicy` called ``name``; ValueError names a bad one.
 
     ``fps`` [Hz] (``--fps``, else ``default_fps``, the simulated arm's rate) is the action
     rate of a LeRobot folder, which does not record it; a checkpoint with a manifest takes the
-    manifest's, and ``fps``, when given, must equal it.
+    manifest's, and ``fps``, when given, must equal it. ``semantics`` (``--semantics``) names
+    the units of a LeRobot folder (default: the config file's).
     """
     from remote_inference_py.evaluation import expert
     if name in (EXPERT, IDLE):
@@ -111,10 +112,12 @@ def demo_policy(name, fps=None, default_fps=None):
         if not fps:
             raise ValueError(f'policy {name!r} is a LeRobot folder, which does not record its '
                              'action rate: give --fps')
+        units = {'semantics': semantics} if semantics else {}
         return DemoPolicy(f'LeRobot checkpoint {checkpoint} at {fps:g} Hz', {
-            'policy_server': {**server, 'fps': float(fps)},
+            'policy_server': {**server, 'fps': float(fps), **units},
             # Importing LeRobot and loading the folder took 30-40 s on a busy 2-core host.
-            'executor': {'fps': float(fps), 'admission_timeout_s': LEROBOT_ADMISSION_S}},
+            'executor': {'fps': float(fps), 'admission_timeout_s': LEROBOT_ADMISSION_S,
+                         **units}},
             picks=True)
     from remote_inference_py.policy_server.manifest import (
         load_manifest, ManifestError, manifest_path_for)
@@ -173,6 +176,10 @@ def main(argv=None):
                         help='action rate of a LeRobot folder [Hz] (default: the simulated '
                         "arm's, the executor's fps in config/so101_sim.yaml); a checkpoint "
                         "with a manifest runs at the manifest's")
+    parser.add_argument('--semantics', default='',
+                        help="units of a LeRobot folder's state and actions (default: the "
+                        "config file's, LeRobot's SO-101 degrees); e.g. si-radians-v1 for a "
+                        'policy trained on a dataset of the scripted expert')
     parser.add_argument('--task', default='pick up the cube')
     parser.add_argument('--ask', default='', help='ask the policy this while the arm works '
                         '(executor/query), e.g. "is the cube held?"')
@@ -194,9 +201,12 @@ def main(argv=None):
         parser.error(f'--fps must be in (0, 1000] Hz, got {options.fps:g}')
     share, lib_dir = installed_paths()
     try:
-        policy = demo_policy(options.policy, options.fps, sim_rate_hz(share))
+        policy = demo_policy(options.policy, options.fps, sim_rate_hz(share),
+                             options.semantics)
     except ValueError as error:
         parser.error(str(error))
+    if options.semantics and not policy.label.startswith('LeRobot checkpoint'):
+        parser.error('--semantics names the units of a LeRobot folder (--policy FOLDER)')
     if options.seconds is not None and not options.seconds > 0:
         parser.error(f'--seconds must be > 0, got {options.seconds:g}')
     if not 0 <= options.ask_at <= 600:
