@@ -120,8 +120,8 @@ def main(argv=None):
     chunks = re.search(r'^\| requests / chunks accepted / dropped \| (\d+) / (\d+) / (\d+) \|$',
                        served.stdout, re.M)
     if not chunks or int(chunks.group(2)) + int(chunks.group(3)) == 0:
-        print(f'closed_loop: no chunk of the served policy reached the executor:\n{served.stdout[-2000:]}\n'
-              f'{served.stderr[-2000:]}', file=sys.stderr)
+        print('closed_loop: no chunk of the served policy reached the executor:\n'
+              f'{served.stdout[-2000:]}\n{served.stderr[-2000:]}', file=sys.stderr)
         return 1
     print(f'closed_loop: {chunks.group(1)} requests, {chunks.group(2)} chunks accepted, '
           f'{chunks.group(3)} dropped; logs in {out / "serve"}')
