@@ -22,6 +22,8 @@ and the tests); this file only maps it onto launch actions. Examples::
     ros2 launch remote_inference bringup.launch.py backend:=feetech port:=/dev/ttyACM0
     ros2 launch remote_inference bringup.launch.py side:=server checkpoint:=/models/act.pt2
     ros2 launch remote_inference bringup.launch.py side:=robot record:=true bag_dir:=run1
+    ros2 launch remote_inference bringup.launch.py record_dataset:=pick_data \
+        dataset_repo_id:=me/so101_pick task:='pick up the cube'
     ros2 launch remote_inference bringup.launch.py discovery_server:=start      # + a server
     ros2 launch remote_inference bringup.launch.py side:=robot discovery_server:=10.0.0.5:11811
     ros2 launch remote_inference bringup.launch.py backend:=feetech side:=robot \
@@ -62,6 +64,10 @@ ARGUMENTS = (
                             'empty: compressed with side:=server, else the config value.'),
     ('record_images', 'false', 'true: record:=true also records every camera as JPEG '
                                '(cameras/<name>/image_raw/compressed).'),
+    ('record_dataset', '', 'Folder of a LeRobot dataset to record the run to (new, or one of '
+                           'the same features, fps and robot type to append to); empty: none. '
+                           'See docs/recording.md.'),
+    ('dataset_repo_id', '', "The dataset's repo id; empty: local/<folder name>."),
     ('discovery_server', '', 'How nodes discover each other: empty: as the environment says '
                              '(ROS_DISCOVERY_SERVER or simple discovery); off: simple '
                              'discovery; start or start:PORT: start a Fast DDS discovery '
@@ -83,7 +89,8 @@ def _launch_setup(context):
         namespace=values['namespace'], task=values['task'], share_dir=share, record=record,
         bag_dir=values['bag_dir'] or time.strftime('remote_inference_%Y%m%d_%H%M%S'),
         cameras=values['cameras'], image_transport=values['image_transport'],
-        record_images=record_images)
+        record_images=record_images, record_dataset=values['record_dataset'],
+        dataset_repo_id=values['dataset_repo_id'])
     actions = launching.discovery_actions(values['discovery_server'])
     if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ:
         profile = 'fastdds_shm.xml' if values['side'] == 'both' else 'fastdds_lan.xml'
@@ -92,6 +99,9 @@ def _launch_setup(context):
     for node in nodes:
         if node.executable == 'record':
             actions.append(LogInfo(msg=f'recording to {node.overrides["bag_dir"]}'))
+        if node.executable == 'record_dataset':
+            actions.append(LogInfo(msg=f'recording a LeRobot dataset to '
+                                       f'{node.overrides["dataset_dir"]}'))
         actions.append(launching.node_action(node, values['log_level']))
     return actions
 

@@ -146,7 +146,8 @@ def check_checkpoint(checkpoint):
 
 def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', device='cpu',
          deployment='', config_file='', namespace='', task='', share_dir='', record=False,
-         bag_dir='', cameras='', image_transport='', record_images=False):
+         bag_dir='', cameras='', image_transport='', record_images=False, record_dataset='',
+         dataset_repo_id=''):
     """
     Decide what to start from the launch arguments; raise ValueError naming a bad one.
 
@@ -160,6 +161,11 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
     dictionary) replaces the config file's cameras of the real arm. ``image_transport`` is how
     the policy server reads cameras: empty means compressed with ``side='server'`` (another
     host than the arm: JPEG crosses the link) and the config file's value otherwise.
+    ``record_dataset`` adds the dataset recorder (``record_dataset`` console script, see
+    docs/recording.md) writing a LeRobot dataset there (repo id ``dataset_repo_id``) at the
+    executor's fps; an existing dataset of another fps or robot type is refused here, one of
+    other features by the recorder, both before motion: with the config file's ``autostart``
+    on, the executor's is turned off and the recorder starts it once the dataset is open.
     """
     import os
     if backend not in BACKENDS:
@@ -184,13 +190,15 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
     if cameras and backend != 'feetech':
         raise ValueError('cameras are for the real arm (backend feetech); the sim renders its '
                          'own (sim_cameras in the config file)')
+    dataset = _dataset_plan(record_dataset, dataset_repo_id, config_file, specs)
     if side == 'server' and not image_transport:
         image_transport = 'compressed'
     overrides = {
         'hardware_interface': {'backend': backend, **({'port': port} if backend == 'feetech'
                                                       else {}),
                                **({'cameras': cameras} if cameras else {})},
-        'executor': {k: v for k, v in (('deployment', deployment), ('task', task)) if v},
+        'executor': {**{k: v for k, v in (('deployment', deployment), ('task', task)) if v},
+                     **({'autostart': False} if dataset.get('start_executor') else {})},
         'policy_server': {k: v for k, v in (('checkpoint', checkpoint), ('device', device),
                                             ('deployment', deployment),
                                             ('image_transport', image_transport)) if v},
@@ -200,7 +208,49 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
     if record:
         nodes.append(NodeLaunch('record', 'recorder', namespace, '', {
             'bag_dir': bag_dir, **({'record_images': True} if record_images else {})}))
+    if dataset:
+        nodes.append(NodeLaunch('record_dataset', 'dataset_recorder', namespace, '', dataset))
     return nodes
+
+
+def _dataset_plan(folder, repo_id, config_file, specs):
+    """
+    Return the dataset recorder's parameters ({} without ``folder``).
+
+    ValueError names a dataset of another fps or robot type, or a side without the executor.
+    """
+    if not folder:
+        return {}
+    import json
+    import os
+    import yaml
+    if not any(s.name == 'executor' for s in specs):
+        raise ValueError('record_dataset records on the robot side: side both or robot')
+    with open(config_file) as stream:
+        config = yaml.safe_load(stream) or {}
+    executor = {}
+    for key, value in config.items():
+        if key.rstrip('/').endswith('executor') and isinstance(value, dict):
+            executor.update(value.get('ros__parameters', {}))
+    fps = float(executor.get('fps', 30.0)) * int(executor.get('interpolation_multiplier', 1))
+    robot_type = 'so101_follower'
+    info = os.path.join(folder, 'meta', 'info.json')
+    if os.path.isfile(info):
+        with open(info) as stream:
+            existing = json.load(stream)
+        if existing.get('fps') != fps:
+            raise ValueError(f'record_dataset {folder!r} holds a dataset at fps '
+                             f'{existing.get("fps")!r}; this run records {fps:g} (the executor '
+                             'fps): name another folder')
+        if existing.get('robot_type') != robot_type:
+            raise ValueError(f'record_dataset {folder!r} holds a dataset of robot_type '
+                             f'{existing.get("robot_type")!r}; this run records {robot_type!r}')
+    elif os.path.exists(folder) and not (os.path.isdir(folder) and not os.listdir(folder)):
+        raise ValueError(f'record_dataset {folder!r} exists and is not a LeRobot dataset (no '
+                         'meta/info.json)')
+    return {'dataset_dir': folder, 'fps': fps, 'robot_type': robot_type,
+            'start_executor': bool(executor.get('autostart', False)),
+            **({'repo_id': repo_id} if repo_id else {})}
 
 
 def parameter_text(value):

@@ -78,12 +78,13 @@ def sim_rate_hz(share_dir):
     return float(yaml.safe_load(path.read_text())['/**/executor']['ros__parameters']['fps'])
 
 
-def demo_policy(name, fps=None, default_fps=None):
+def demo_policy(name, fps=None, default_fps=None, semantics=''):
     """Return the :class:`DemoPolicy` called ``name``; ValueError names a bad one.
 
     ``fps`` [Hz] (``--fps``, else ``default_fps``, the simulated arm's rate) is the action
     rate of a LeRobot folder, which does not record it; a checkpoint with a manifest takes the
-    manifest's, and ``fps``, when given, must equal it.
+    manifest's, and ``fps``, when given, must equal it. ``semantics`` (``--semantics``) names
+    the units of a LeRobot folder (default: the config file's).
     """
     from remote_inference_py.evaluation import expert
     if name in (EXPERT, IDLE):
@@ -111,10 +112,12 @@ def demo_policy(name, fps=None, default_fps=None):
         if not fps:
             raise ValueError(f'policy {name!r} is a LeRobot folder, which does not record its '
                              'action rate: give --fps')
+        units = {'semantics': semantics} if semantics else {}
         return DemoPolicy(f'LeRobot checkpoint {checkpoint} at {fps:g} Hz', {
-            'policy_server': {**server, 'fps': float(fps)},
+            'policy_server': {**server, 'fps': float(fps), **units},
             # Importing LeRobot and loading the folder took 30-40 s on a busy 2-core host.
-            'executor': {'fps': float(fps), 'admission_timeout_s': LEROBOT_ADMISSION_S}},
+            'executor': {'fps': float(fps), 'admission_timeout_s': LEROBOT_ADMISSION_S,
+                         **units}},
             picks=True)
     from remote_inference_py.policy_server.manifest import (
         load_manifest, ManifestError, manifest_path_for)
@@ -146,8 +149,9 @@ def installed_paths():
 
 def node_argv(lib_dir, node, extra):
     """Command line of one node, as launch_ros builds it."""
-    argv = [str(lib_dir / node.executable), '--ros-args', '--params-file', node.params_file,
-            '-r', f'__node:={node.name}']
+    argv = [str(lib_dir / node.executable), '--ros-args', '-r', f'__node:={node.name}']
+    if node.params_file:
+        argv += ['--params-file', node.params_file]
     if node.namespace:
         argv += ['-r', f'__ns:=/{node.namespace.strip("/")}']
     return argv + bringup.param_args({**node.overrides, **extra.get(node.name, {})})
@@ -172,12 +176,24 @@ def main(argv=None):
                         help='action rate of a LeRobot folder [Hz] (default: the simulated '
                         "arm's, the executor's fps in config/so101_sim.yaml); a checkpoint "
                         "with a manifest runs at the manifest's")
+    parser.add_argument('--semantics', default='',
+                        help="units of a LeRobot folder's state and actions (default: the "
+                        "config file's, LeRobot's SO-101 degrees); e.g. si-radians-v1 for a "
+                        'policy trained on a dataset of the scripted expert')
     parser.add_argument('--task', default='pick up the cube')
     parser.add_argument('--ask', default='', help='ask the policy this while the arm works '
                         '(executor/query), e.g. "is the cube held?"')
     parser.add_argument('--ask-at', type=float, default=3.0,
                         help='when to ask, after motion started [s] (default 3)')
     parser.add_argument('--ask-kind', default='question', choices=['question', 'subtask'])
+    parser.add_argument('--dataset', default='', metavar='FOLDER',
+                        help='also record the run as a LeRobot dataset (docs/recording.md); '
+                        'the bag then holds the camera as JPEG, so analyze BAG --dataset '
+                        'converts it too')
+    parser.add_argument('--repo-id', default='', help='repo id of --dataset (default '
+                        'local/<folder name>)')
+    parser.add_argument('--render', action='store_true', help='render the simulated camera '
+                        'even when the policy does not read it (as --dataset does)')
     parser.add_argument('--no-video', action='store_true', help='skip the video of the run')
     parser.add_argument('--out', default='', help='output folder (default runs/demo_<time>)')
     options = parser.parse_args(argv)
@@ -185,9 +201,12 @@ def main(argv=None):
         parser.error(f'--fps must be in (0, 1000] Hz, got {options.fps:g}')
     share, lib_dir = installed_paths()
     try:
-        policy = demo_policy(options.policy, options.fps, sim_rate_hz(share))
+        policy = demo_policy(options.policy, options.fps, sim_rate_hz(share),
+                             options.semantics)
     except ValueError as error:
         parser.error(str(error))
+    if options.semantics and not policy.label.startswith('LeRobot checkpoint'):
+        parser.error('--semantics names the units of a LeRobot folder (--policy FOLDER)')
     if options.seconds is not None and not options.seconds > 0:
         parser.error(f'--seconds must be > 0, got {options.seconds:g}')
     if not 0 <= options.ask_at <= 600:
@@ -228,7 +247,18 @@ def main(argv=None):
     }
     for name, values in policy.overrides.items():
         extra[name] = {**extra.get(name, {}), **values}
-    plan = bringup.plan(side='both', backend='sim', task=options.task, share_dir=share)
+    try:
+        plan = bringup.plan(side='both', backend='sim', task=options.task, share_dir=share,
+                            record_dataset=options.dataset, dataset_repo_id=options.repo_id)
+    except ValueError as error:
+        print(f'demo: {error}', file=sys.stderr)
+        return 2
+    if options.dataset:   # this script starts the executor once both recorders listen
+        extra['dataset_recorder'] = {'start_executor': False}
+    if options.dataset or options.render:
+        # A dataset holds the camera even when the policy does not read it (the expert).
+        extra['hardware_interface'] = {**extra.get('hardware_interface', {}),
+                                       'sim_render': True}
     rclpy.init()
     node = rclpy.create_node('demo_recorder')
     executor = SingleThreadedExecutor()
@@ -245,6 +275,9 @@ def main(argv=None):
             lifted_at.append(time.monotonic())
     node.create_subscription(PoseStamped, 'sim/cube_pose', on_cube_pose, qos.JOINT_STATES)
     recorder = Recorder(node, out / 'bag')
+    if options.dataset:
+        recorder.add_topic('/cameras/front/image_raw/compressed',
+                           'sensor_msgs/msg/CompressedImage', qos.IMAGES)
     procs = {}
     print(f'demo: policy: {policy.label}; inference latency {options.latency:g} s injected',
           flush=True)
@@ -270,10 +303,17 @@ def main(argv=None):
     def any_exited():
         return any(p.poll() is not None for p in procs.values())
 
+    def dataset_ready():
+        """Return True once the dataset recorder listens (it subscribes once it is open)."""
+        return not options.dataset or any(
+            info.node_name == 'dataset_recorder'
+            for info in node.get_subscriptions_info_by_topic('/joint_commands'))
+
     def start_executor():
-        """Wait for the admission and the recorder's topics, then call executor/start."""
+        """Wait for the admission and the recorders' topics, then call executor/start."""
         if not spin_until(lambda: statuses and statuses[-1].state_name == 'READY'
-                          and not recorder.unmatched() or any_exited(), 150) or any_exited():
+                          and not recorder.unmatched() and dataset_ready() or any_exited(),
+                          150) or any_exited():
             return False
         client = node.create_client(Trigger, 'executor/start')
         if not spin_until(client.service_is_ready, 30):
@@ -326,8 +366,8 @@ def main(argv=None):
             if proc.poll() is None:
                 proc.send_signal(subprocess.signal.SIGINT)
         for name, proc in procs.items():
-            try:
-                proc.wait(timeout=20)
+            try:   # the dataset recorder saves its episode first: LeRobot encodes the video
+                proc.wait(timeout=180 if name == 'dataset_recorder' else 20)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 print(f'demo: {name} ignored SIGINT; killed', file=sys.stderr)
@@ -356,6 +396,15 @@ def main(argv=None):
     print(f'demo: {outputs}; bag {out / "bag"} (analyse again: analyze {out / "bag"} '
           '--video)')
     ok = executor_code == 0 and summary.final_state == 'STOPPED'
+    if options.dataset:
+        code = procs['dataset_recorder'].returncode
+        lines = [line for line in (out / 'dataset_recorder.log').read_text(
+            errors='replace').splitlines() if 'dataset' in line]
+        said = lines[-1].split(']: ', 1)[-1] if lines else 'no word from the recorder'
+        print(f'demo: dataset {options.dataset}: {said}'
+              + ('' if code == 0 else f' (the recorder exited {code}; see '
+                 f'{out / "dataset_recorder.log"})'))
+        ok = ok and code == 0
     return 0 if ok else 1
 
 

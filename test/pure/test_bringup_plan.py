@@ -199,3 +199,41 @@ def test_fleet_plan_refuses_bad_arguments_by_name(tmp_path, arguments, message):
     (tmp_path / 'config' / 'so101_fleet.yaml').write_text('{}\n')
     with pytest.raises(ValueError, match=message):
         bringup.fleet_plan(share_dir=str(tmp_path), **{'robots': 2, 'servers': 2, **arguments})
+
+
+def test_record_dataset_adds_the_dataset_recorder_which_starts_the_executor(tmp_path):
+    import json
+    import pathlib
+    share = pathlib.Path(__file__).resolve().parents[2]      # the real config files
+    folder = str(tmp_path / 'data')
+    nodes = {n.name: n for n in bringup.plan(share_dir=str(share), namespace='robot1',
+                                             record_dataset=folder,
+                                             dataset_repo_id='me/pick')}
+    recorder = nodes['dataset_recorder']
+    assert recorder.executable == 'record_dataset' and recorder.namespace == 'robot1'
+    assert recorder.overrides == {'dataset_dir': folder, 'fps': 30.0, 'repo_id': 'me/pick',
+                                  'robot_type': 'so101_follower', 'start_executor': True}
+    # The sim starts itself: the executor waits for the recorder instead.
+    assert nodes['executor'].overrides['autostart'] is False
+    # The real arm waits for the operator's start either way.
+    real = {n.name: n for n in bringup.plan(
+        share_dir=str(share), backend='feetech', port=str(tmp_path), record_dataset=folder)}
+    assert real['dataset_recorder'].overrides['start_executor'] is False
+    assert 'autostart' not in real['executor'].overrides
+    # An existing dataset of another fps or robot, or a folder of something else: named.
+    (tmp_path / 'data' / 'meta').mkdir(parents=True)
+    (tmp_path / 'data' / 'meta' / 'info.json').write_text(json.dumps(
+        {'fps': 15, 'robot_type': 'so101_follower', 'features': {}}))
+    with pytest.raises(ValueError, match=r"record_dataset '.*data' holds a dataset at fps 15; "
+                                         r'this run records 30'):
+        bringup.plan(share_dir=str(share), record_dataset=folder)
+    (tmp_path / 'data' / 'meta' / 'info.json').write_text(json.dumps(
+        {'fps': 30, 'robot_type': 'koch_follower', 'features': {}}))
+    with pytest.raises(ValueError, match="robot_type 'koch_follower'"):
+        bringup.plan(share_dir=str(share), record_dataset=folder)
+    (tmp_path / 'notes').mkdir()
+    (tmp_path / 'notes' / 'a.txt').write_text('mine')
+    with pytest.raises(ValueError, match='is not a LeRobot dataset'):
+        bringup.plan(share_dir=str(share), record_dataset=str(tmp_path / 'notes'))
+    with pytest.raises(ValueError, match='records on the robot side'):
+        bringup.plan(share_dir=str(share), side='server', record_dataset=folder)

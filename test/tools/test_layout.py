@@ -33,8 +33,8 @@ ROS_PACKAGES = ('rclpy', 'rcl_interfaces', 'rosidl_runtime_py', 'sensor_msgs', '
                 'remote_inference', 'launch', 'launch_ros')
 # The modules that map ROS onto the cores; everything else runs without ROS.
 ROS_MODULES = {'executor.node', 'policy_server.node', 'hardware.node', 'common.node_main',
-               'common.params', 'analysis.record', 'demo', 'smoke', 'evaluation.realtime',
-               'launching'}
+               'common.params', 'analysis.record', 'analysis.dataset_record', 'demo', 'smoke',
+               'evaluation.realtime', 'launching'}
 
 
 def modules():

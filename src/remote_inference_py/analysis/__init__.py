@@ -26,5 +26,11 @@ Recording and analysis of runs (no ROS needed, except by the recorder node).
 - :mod:`.video`: a video of a run on the simulated SO-101, rendered afterwards from its bag
   with MuJoCo.
 - :mod:`.analyze`: the ``analyze BAG`` command: the summary, the plot, and optionally the video
-  and the camera frames.
+  and the camera frames; ``--dataset`` writes the run as a LeRobot dataset instead.
+- :mod:`.dataset_rows`: a run's messages as LeRobot dataset rows (pure: no ROS, no LeRobot),
+  shared by the live recorder and ``analyze --dataset`` (docs/recording.md).
+- :mod:`.dataset_writer`: rows written by LeRobot's ``LeRobotDataset`` on a thread of its own;
+  a dataset folder of another schema refused by name.
+- :mod:`.dataset_bag`: a bag's messages through :mod:`.dataset_rows`.
+- :mod:`.dataset_record`: the dataset recorder node (``record_dataset``, imports ROS).
 """

@@ -20,7 +20,9 @@ BAG is a rosbag2 folder (MCAP or sqlite3), from ``record:=true``, ``ros2 bag rec
 ``--video`` also renders a run of the simulated arm to ``BAG/run.webp`` (or ``--video PATH``,
 ``.webp`` or ``.gif``; see :mod:`.video`). When the bag holds camera frames
 (``record_images:=true``), also ``BAG/frames_<camera>.png``, a contact sheet of what the
-policy saw, and with ``--frames video`` (or ``both``) an MP4.
+policy saw, and with ``--frames video`` (or ``both``) an MP4. ``--dataset FOLDER`` writes instead
+the run's episodes as a LeRobot dataset (:mod:`.dataset_bag`; docs/recording.md), the same rows
+the live recorder writes from the same run.
 """
 
 import argparse
@@ -44,7 +46,21 @@ def main(argv=None):
                         'BAG/run.webp; .webp or .gif)')
     parser.add_argument('--frames', default='sheet', choices=('sheet', 'video', 'both', 'none'),
                         help='what to write of recorded camera frames, next to the plot')
+    parser.add_argument('--dataset', default='', metavar='FOLDER',
+                        help='write the episodes as a LeRobot dataset instead (appended to '
+                        'a compatible one)')
+    parser.add_argument('--repo-id', default='', help='dataset repo id (default local/FOLDER)')
+    parser.add_argument('--semantics', default='so101-degrees-gripper-percent-v1',
+                        help="the policy's units of observation.state and action")
+    parser.add_argument('--fps', type=float, default=0.0,
+                        help='dataset fps (default: the rate of joint_commands)')
+    parser.add_argument('--robot-type', default='so101_follower', help='dataset robot_type')
+    parser.add_argument('--calibration', default='',
+                        help="the arm's LeRobot calibration JSON (default SO-101)")
+    parser.add_argument('--vcodec', default='', help='video codec (default libsvtav1)')
     options = parser.parse_args(argv)
+    if options.dataset:
+        return write_dataset(options)
     try:
         topics = read_bag(options.bag, options.namespace)
         summary = summarize(topics)
@@ -75,6 +91,31 @@ def main(argv=None):
     for path in written:
         print(f'frames: {path}')
     return 0
+
+
+def write_dataset(options):
+    """Write the bag's episodes to ``options.dataset``; 1 with the error named if it fails."""
+    from remote_inference_py.analysis.dataset_bag import write_dataset as write
+    from remote_inference_py.robot.calibration import Calibration
+    try:
+        calibration = Calibration.load(options.calibration) if options.calibration else None
+        writer, builder = write(options.bag, options.dataset, options.repo_id,
+                                options.namespace, options.semantics, options.fps,
+                                options.robot_type, calibration, options.vcodec,
+                                log=lambda level, text: print(text))
+    except (ValueError, OSError) as error:
+        print(f'analyze: dataset: {error}', file=sys.stderr)
+        return 1
+    for note in dict.fromkeys(builder.notes):
+        print(f'dataset: {note}')
+    counts = builder.counts
+    print(f'dataset: {options.dataset}: {writer.episodes_saved} episodes, '
+          f'{writer.frames_saved} frames saved; ticks left out: {counts["held_or_starved"]} '
+          f'held or starved, {counts["returning"]} returning home, {counts["outside_run"]} '
+          f'outside a run')
+    for error in writer.errors:
+        print(f'analyze: dataset: {error}', file=sys.stderr)
+    return 1 if writer.errors else 0
 
 
 if __name__ == '__main__':

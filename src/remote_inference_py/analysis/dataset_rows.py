@@ -1,0 +1,445 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The rows of a LeRobot dataset from a run's messages: one pure module (no ROS, no LeRobot).
+
+Both the live recorder (:mod:`.dataset_record`, fed by topics) and ``analyze BAG --dataset``
+(:mod:`.dataset_bag`, fed by a recorded bag) hand the same messages, in the order they were
+received, to a :class:`RowBuilder`; it returns :class:`Row` and :class:`EpisodeEnd` events
+that :mod:`.dataset_writer` writes through LeRobot's ``LeRobotDataset``. The same run gives
+the same rows either way.
+
+What a row is (the decisions, also in docs/recording.md):
+
+- One row per control tick that **dispatched** a planned target: a ``joint_commands`` message
+  whose executor state (the ``executor/status`` published with or after that tick, at most
+  half a tick later) is RUNNING. Held and starved ticks (WAITING: the first wait, a starved
+  buffer, a query's hold) and the return home (STOPPING) are left out, not marked: in
+  ``lerobot-record`` every frame is an observation and the action the policy chose for it;
+  a held tick is the executor's decision, not the policy's, and a policy trained on it learns
+  to stand still. Their counts are diagnostics (the log), not dataset columns.
+- ``action``: the target dispatched at that tick, converted from radians to the policy's
+  units and order (:class:`~remote_inference_py.robot.units.JointConverter`).
+- ``observation.state`` (each state feature the policy declares): the newest ``joint_states``
+  captured at or before the tick, in the feature's semantics and order.
+- ``observation.images.<camera>``: the newest frame of that camera captured at or before the
+  tick, at the size the camera published it (what ``lerobot-record`` stores; the server
+  resizes to the policy's input). Every camera the hardware declares is recorded, also one
+  the served policy does not consume (``lerobot-record`` records every camera of the robot;
+  a policy trained on the dataset may use them): the scripted expert of the demo reads the
+  simulated cube pose, yet its dataset holds the front camera.
+- ``task``: the task of the request whose chunk drove the tick: the last chunk received
+  before the command (a chunk answers one request, which carries its task). After a subtask
+  answer the label therefore changes at the first tick the new chunk drives, not when the
+  answer arrives; before any chunk of a known request, the latched ``executor/task``.
+- Episodes: one per start -> stop. An episode begins at the first dispatched tick after the
+  executor was READY, STOPPED or FAULT (or after the recorder ended one) and ends when it
+  leaves RUNNING/WAITING for STOPPING, STOPPED or FAULT, or when a camera has sent nothing for
+  ``camera_timeout_s`` (the camera is named; no new episode starts before the next start).
+- Privileged features (simulator ground truth, such as the cube pose) are not recorded: a
+  real robot has no such observation.
+
+Column names follow ``lerobot-record`` for a robot's joints: ``<joint>.pos``.
+"""
+
+import bisect
+import dataclasses
+import io
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from remote_inference_py.robot.units import JointConverter
+
+JOINT_SUFFIX = '.pos'
+# Executor states (ExecutorStatus.state_name).
+RUNNING = 'RUNNING'
+WAITING = 'WAITING'
+IN_RUN = (RUNNING, WAITING)
+ENDED = ('STOPPING', 'STOPPED', 'FAULT')
+CAMERA_TOPIC = re.compile(r'^/?(?:.*/)?cameras/([A-Za-z0-9_]+)/image_raw(?:/[a-z]+)?$')
+HISTORY = 16   # samples kept per stream: a tick is resolved at most two ticks late
+
+
+class SchemaError(ValueError):
+    """The served policy's features cannot be recorded; the message names the feature."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StateFeature:
+    """A joint-vector feature: dataset key, joints in order, their semantics."""
+
+    key: str
+    joints: Tuple[str, ...]
+    semantics: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CameraFeature:
+    """A camera recorded as video: camera name, dataset key, (height, width, 3)."""
+
+    camera: str
+    key: str
+    shape: Tuple[int, int, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Schema:
+    """What a dataset holds: fps, robot type, state, cameras, action."""
+
+    fps: int
+    robot_type: str
+    states: Tuple[StateFeature, ...]
+    cameras: Tuple[CameraFeature, ...]
+    action_joints: Tuple[str, ...]
+    action_semantics: str
+
+    def features(self) -> dict:
+        """Return LeRobot's ``features`` dictionary (``LeRobotDataset.create``)."""
+        features = {}
+        for state in self.states:
+            features[state.key] = {'dtype': 'float32', 'shape': (len(state.joints),),
+                                   'names': [j + JOINT_SUFFIX for j in state.joints]}
+        for camera in self.cameras:
+            features[camera.key] = {'dtype': 'video', 'shape': tuple(camera.shape),
+                                    'names': ['height', 'width', 'channels']}
+        features['action'] = {'dtype': 'float32', 'shape': (len(self.action_joints),),
+                              'names': [j + JOINT_SUFFIX for j in self.action_joints]}
+        return features
+
+
+def camera_name(feature_name: str, topic: str = '') -> str:
+    """Return the camera of an image feature: from its topic, else the name's last part."""
+    match = CAMERA_TOPIC.match(topic or '')
+    if match:
+        return match.group(1)
+    return feature_name.rsplit('.', 1)[-1]
+
+
+def integer_fps(fps: float) -> int:
+    """Return ``fps`` as the integer LeRobot datasets need; SchemaError when it is not one."""
+    if not fps or fps <= 0 or abs(fps - round(fps)) > 1e-6:
+        raise SchemaError(f'fps {fps!r}: a LeRobot dataset needs a whole number of frames per '
+                          'second (the executor fps)')
+    return int(round(fps))
+
+
+def schema_from_capabilities(features, action_names: Sequence[str], semantics: str,
+                             fps: float, robot_type: str,
+                             camera_shapes: Optional[Dict[str, Sequence[int]]] = None,
+                             notes: Optional[List[str]] = None) -> Schema:
+    """
+    Build the schema from what the policy server declares (GetCapabilities).
+
+    ``features`` are ObservationFeature-like objects (name, shape, kind, names, semantics,
+    topic). ``camera_shapes`` maps a camera name to the (height, width, channels) the camera
+    publishes (``hardware/info``); a camera not in it is recorded at the policy's shape, and
+    a colour camera in it that the policy does not consume is recorded too.
+    Features left out are described in ``notes``.
+    """
+    notes = notes if notes is not None else []
+    camera_shapes = camera_shapes or {}
+    states, cameras = [], []
+    for feature in features:
+        kind = feature.kind
+        if kind == 'state':
+            joints = tuple(feature.names)
+            if not joints:
+                raise SchemaError(f'state feature {feature.name!r} declares no joint names')
+            JointConverter(feature.semantics or semantics, joints)   # names checked here
+            states.append(StateFeature(feature.name, joints, feature.semantics or semantics))
+        elif kind == 'rgb':
+            camera = camera_name(feature.name, getattr(feature, 'topic', ''))
+            shape = tuple(int(v) for v in camera_shapes.get(camera, feature.shape))
+            if len(shape) != 3 or shape[2] != 3:
+                raise SchemaError(f'image feature {feature.name!r}: shape {shape} is not '
+                                  '(height, width, 3)')
+            cameras.append(CameraFeature(camera, feature.name, shape))
+        else:
+            notes.append(f'{feature.name!r} ({kind}) is not recorded: '
+                         + ('simulator ground truth, which a real robot does not observe'
+                            if kind == 'privileged' else 'only state and rgb features are'))
+    recorded = {c.camera for c in cameras}
+    for camera, shape in sorted(camera_shapes.items()):
+        shape = tuple(int(v) for v in shape)
+        if camera not in recorded and len(shape) == 3 and shape[2] == 3:
+            cameras.append(CameraFeature(camera, f'observation.images.{camera}', shape))
+    if not action_names:
+        raise SchemaError('the policy declares no action names')
+    JointConverter(semantics, tuple(action_names))
+    return Schema(integer_fps(fps), robot_type, tuple(states), tuple(cameras),
+                  tuple(action_names), semantics)
+
+
+@dataclasses.dataclass
+class Row:
+    """One dataset frame: the tick's stamp and LeRobot's frame dictionary."""
+
+    stamp_ns: int
+    frame: dict
+    image_stamps: Dict[str, int]
+
+
+@dataclasses.dataclass
+class EpisodeEnd:
+    """The current episode ends here; ``reason`` says why (stop, fault, camera lost)."""
+
+    stamp_ns: int
+    reason: str
+    error: bool = False
+
+
+class _Stream:
+    """The last samples of one stream, by capture stamp."""
+
+    def __init__(self):
+        self.stamps: List[int] = []
+        self.values: list = []
+
+    def add(self, stamp_ns: int, value) -> None:
+        if self.stamps and stamp_ns < self.stamps[-1]:
+            index = bisect.bisect_right(self.stamps, stamp_ns)
+            self.stamps.insert(index, stamp_ns)
+            self.values.insert(index, value)
+        else:
+            self.stamps.append(stamp_ns)
+            self.values.append(value)
+        if len(self.stamps) > HISTORY:
+            del self.stamps[0], self.values[0]
+
+    def at(self, stamp_ns: int):
+        """Return (stamp, value) of the newest sample at or before ``stamp_ns``, or None."""
+        index = bisect.bisect_right(self.stamps, stamp_ns)
+        return None if index == 0 else (self.stamps[index - 1], self.values[index - 1])
+
+
+class RowBuilder:
+    """Turn a run's messages, in arrival order, into dataset rows and episode ends."""
+
+    def __init__(self, schema: Schema, calibration=None, camera_timeout_s: float = 1.0):
+        """Bind the schema and the arm calibration (for semantics that need one)."""
+        self.schema = schema
+        self.period_ns = int(round(1e9 / schema.fps))
+        self.camera_timeout_ns = int(camera_timeout_s * 1e9)
+        self._state_conv = {s.key: JointConverter(s.semantics, s.joints, calibration)
+                            for s in schema.states}
+        self._action_conv = JointConverter(schema.action_semantics, schema.action_joints,
+                                           calibration)
+        self._joints_needed = sorted({j for s in schema.states for j in s.joints})
+        self._joint_states = _Stream()
+        self._images = {c.camera: _Stream() for c in schema.cameras}
+        self._shapes = {c.camera: tuple(c.shape) for c in schema.cameras}
+        self._statuses: List[Tuple[int, str, str]] = []   # (stamp, state, message)
+        self._pending: List[Tuple[int, np.ndarray, str]] = []
+        self._request_tasks: Dict[Tuple[str, int], str] = {}
+        self._latched_task = ''
+        self._chunk_task: Optional[str] = None
+        self._latest_ns = 0
+        self.in_episode = False
+        self._blocked = ''            # why no episode may start before the next start
+        self.notes: List[str] = []    # what was not recorded and why, for the log
+        self.counts = {'rows': 0, 'held_or_starved': 0, 'returning': 0, 'outside_run': 0,
+                       'no_observation': 0, 'episodes': 0}
+        self.state_names = tuple(j for s in schema.states for j in s.joints)
+
+    # ---- messages in --------------------------------------------------------------------
+
+    def joint_state(self, stamp_ns: int, names: Sequence[str], positions: Sequence[float]):
+        """Note a ``joint_states`` message (capture stamp, names, radians)."""
+        index = {n: i for i, n in enumerate(names)}
+        if any(j not in index for j in self._joints_needed):
+            return []
+        self._joint_states.add(stamp_ns, {j: float(positions[index[j]])
+                                          for j in self._joints_needed})
+        return []
+
+    def image(self, camera: str, stamp_ns: int, frame) -> list:
+        """Note a camera frame (RGB uint8 array, or anything :meth:`Row` users decode)."""
+        stream = self._images.get(camera)
+        if stream is None:
+            return []
+        shape = self._shapes[camera]
+        if tuple(getattr(frame, 'shape', shape)) != shape:
+            note = (f'camera {camera!r} published a {tuple(frame.shape)} frame; the dataset '
+                    f'records {shape}: frame left out')
+            if note not in self.notes:
+                self.notes.append(note)
+            return []
+        stream.add(stamp_ns, frame)
+        return []
+
+    def request(self, session_id: str, request_id: int, task: str) -> list:
+        """Note a request: the task its chunk will carry."""
+        self._request_tasks[(session_id, int(request_id))] = task
+        return []
+
+    def chunk(self, session_id: str, request_id: int, error: str = '') -> list:
+        """Note a chunk received: ticks after it are driven by it (its request's task)."""
+        if not error:
+            task = self._request_tasks.get((session_id, int(request_id)))
+            if task is not None:
+                self._chunk_task = task
+        return []
+
+    def task(self, text: str) -> list:
+        """Note the latched ``executor/task`` (used before any chunk of a known request)."""
+        self._latched_task = text
+        return []
+
+    def status(self, stamp_ns: int, state_name: str, message: str = '') -> list:
+        """Note an executor status; resolve the ticks it settles."""
+        index = bisect.bisect_right([s[0] for s in self._statuses], stamp_ns)
+        self._statuses.insert(index, (stamp_ns, state_name, message))
+        return self._advance(stamp_ns)
+
+    def command(self, stamp_ns: int, names: Sequence[str], positions: Sequence[float]):
+        """Note a ``joint_commands`` message (one tick); return the events it settles."""
+        index = {n: i for i, n in enumerate(names)}
+        missing = [j for j in self.schema.action_joints if j not in index]
+        if missing:
+            raise SchemaError(f'joint_commands lacks joint {missing[0]!r} of the action')
+        si = np.array([positions[index[j]] for j in self.schema.action_joints], dtype=float)
+        task = self._chunk_task if self._chunk_task is not None else self._latched_task
+        self._pending.append((stamp_ns, si, task))
+        return self._advance(stamp_ns)
+
+    def finish(self, reason: str = 'the recording ended') -> list:
+        """Resolve every pending tick and end an open episode."""
+        events = self._resolve(lambda stamp: True)
+        if self.in_episode:
+            events.append(self._end(self._latest_ns, reason))
+        return events
+
+    # ---- resolution ---------------------------------------------------------------------
+
+    def _advance(self, stamp_ns: int) -> list:
+        self._latest_ns = max(self._latest_ns, stamp_ns)
+        # A tick's own status comes right after its command; wait two ticks for it.
+        horizon = self._latest_ns - 2 * self.period_ns
+        return self._resolve(lambda stamp: stamp <= horizon)
+
+    def _state_at(self, stamp_ns: int) -> Tuple[str, str]:
+        limit = stamp_ns + self.period_ns // 2
+        index = bisect.bisect_right([s[0] for s in self._statuses], limit)
+        if index == 0:
+            return '', ''
+        if index > 64:   # keep the status list short: older ones are never asked again
+            del self._statuses[:index - 64]
+            index = 64
+        _, state, message = self._statuses[index - 1]
+        return state, message
+
+    def _resolve(self, ready) -> list:
+        events = []
+        while self._pending and ready(self._pending[0][0]):
+            stamp, si, task = self._pending.pop(0)
+            events += self._tick(stamp, si, task)
+        return events
+
+    def _tick(self, stamp: int, si: np.ndarray, task: str) -> list:
+        state, message = self._state_at(stamp)
+        if state != RUNNING:
+            if state in ENDED or state not in IN_RUN:
+                self._blocked = ''
+                self.counts['returning' if state == 'STOPPING' else 'outside_run'] += 1
+                if self.in_episode:
+                    return [self._end(stamp, f'the executor is {state or "not running"}'
+                                      + (f': {message}' if message else ''))]
+            else:
+                self.counts['held_or_starved'] += 1
+            return []
+        if self._blocked:
+            self.counts['outside_run'] += 1
+            return []
+        frame = {}
+        joints = self._joint_states.at(stamp)
+        if joints is None and self.schema.states:
+            self.counts['no_observation'] += 1
+            return []
+        for state_feature in self.schema.states:
+            values = np.array([joints[1][j] for j in state_feature.joints])
+            frame[state_feature.key] = self._state_conv[state_feature.key].to_policy(
+                values).astype(np.float32)
+        image_stamps = {}
+        for camera in self.schema.cameras:
+            sample = self._images[camera.camera].at(stamp)
+            if sample is None or stamp - sample[0] > self.camera_timeout_ns:
+                if sample is None and not self.in_episode:
+                    self.counts['no_observation'] += 1   # the camera has not started yet
+                    return []
+                age = 'no frame yet' if sample is None else \
+                    f'no frame for {(stamp - sample[0]) / 1e9:.2f} s'
+                self._blocked = f'camera {camera.camera!r} lost: {age}'
+                if self.in_episode:
+                    return [self._end(stamp, self._blocked, error=True)]
+                self.notes.append(self._blocked)
+                return []
+            frame[camera.key] = sample[1]
+            image_stamps[camera.key] = sample[0]
+        frame['action'] = self._action_conv.to_policy(si).astype(np.float32)
+        frame['task'] = task
+        events = []
+        if not self.in_episode:
+            self.in_episode = True
+            self.counts['episodes'] += 1
+        self.counts['rows'] += 1
+        events.append(Row(stamp, frame, image_stamps))
+        return events
+
+    def _end(self, stamp: int, reason: str, error: bool = False) -> EpisodeEnd:
+        self.in_episode = False
+        return EpisodeEnd(stamp, reason, error)
+
+
+# ---- messages (rclpy or rosbags: the same fields) -------------------------------------
+
+def stamp_ns(header):
+    """Nanoseconds of a header stamp."""
+    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+
+
+def image_array(msg, compressed):
+    """Return an RGB uint8 (h, w, 3) array of a raw or compressed image message."""
+    if compressed:
+        from PIL import Image
+        with Image.open(io.BytesIO(bytes(msg.data))) as image:
+            return np.asarray(image.convert('RGB'))
+    data = np.frombuffer(bytes(msg.data), dtype=np.uint8)
+    frame = data.reshape(msg.height, msg.step)[:, :msg.width * 3].reshape(
+        msg.height, msg.width, 3)
+    if msg.encoding == 'bgr8':
+        return frame[..., ::-1].copy()
+    if msg.encoding != 'rgb8':
+        raise SchemaError(f'camera frames of encoding {msg.encoding!r} cannot be recorded '
+                          '(rgb8 or bgr8)')
+    return frame.copy()
+
+
+def feed(builder, topic, msg):
+    """Hand one message to ``builder``; return the events it settles."""
+    if topic == '/joint_commands':
+        return builder.command(stamp_ns(msg.header), list(msg.name), list(msg.position))
+    if topic == '/joint_states':
+        return builder.joint_state(stamp_ns(msg.header), list(msg.name), list(msg.position))
+    if topic == '/executor/status':
+        return builder.status(stamp_ns(msg.header), msg.state_name, msg.message)
+    if topic == '/executor/task':
+        return builder.task(msg.data)
+    if topic == '/policy/request':
+        return builder.request(msg.session_id, msg.request_id, msg.task)
+    if topic == '/policy/chunk':
+        return builder.chunk(msg.session_id, msg.request_id, msg.error)
+    return []

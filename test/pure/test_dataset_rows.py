@@ -1,0 +1,131 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The dataset rows of a run: dispatched ticks only, tasks as dispatched, cameras lost."""
+
+from dataset_runs import (
+    capabilities, expected_rows, feature, frame_pixels, PERIOD, run_messages, SEMANTICS, Spec,
+    T0, TASK_1, TASK_2)
+import numpy as np
+import pytest
+
+from remote_inference_py.analysis.dataset_rows import (
+    EpisodeEnd, feed, image_array, Row, RowBuilder, schema_from_capabilities, SchemaError)
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.robot.units import JointConverter
+
+
+def schema(width=64, notes=None):
+    return schema_from_capabilities(capabilities(width), SO101_JOINT_NAMES, SEMANTICS, 30.0,
+                                    'so101_follower', notes=notes)
+
+
+def build(spec=None, **kwargs):
+    """Feed the run's messages, as the live recorder receives them; return events, builder."""
+    builder = RowBuilder(schema(), **kwargs)
+    events = []
+    for topic, _, msg in run_messages(spec):
+        if topic == '/cameras/front/image_raw':
+            events += builder.image('front', msg.header.stamp.sec * 10**9
+                                    + msg.header.stamp.nanosec, image_array(msg, False))
+        else:
+            events += feed(builder, topic, msg)
+    return events + builder.finish(), builder
+
+
+def test_schema_is_named_and_shaped_as_the_policy_inputs():
+    notes = []
+    features = schema(notes=notes).features()
+    assert list(features) == ['observation.state', 'observation.images.front', 'action']
+    assert features['observation.state'] == {
+        'dtype': 'float32', 'shape': (6,), 'names': [f'{j}.pos' for j in SO101_JOINT_NAMES]}
+    assert features['observation.images.front']['shape'] == (48, 64, 3)
+    assert features['observation.images.front']['dtype'] == 'video'
+    assert features['action']['names'] == [f'{j}.pos' for j in SO101_JOINT_NAMES]
+    assert notes == ["'observation.environment_state' (privileged) is not recorded: simulator "
+                     'ground truth, which a real robot does not observe']
+
+
+def test_a_fractional_fps_and_a_foreign_joint_are_refused_by_name():
+    with pytest.raises(SchemaError, match=r'fps 29.5'):
+        schema_from_capabilities(capabilities(), SO101_JOINT_NAMES, SEMANTICS, 29.5, 'x')
+    bad = [feature('observation.state', 'state', [6], ['elbow', *SO101_JOINT_NAMES[1:]])]
+    with pytest.raises(ValueError, match=r"'elbow'"):
+        schema_from_capabilities(bad, SO101_JOINT_NAMES, SEMANTICS, 30.0, 'x')
+
+
+def test_rows_are_the_dispatched_ticks_with_the_task_of_their_chunk():
+    events, builder = build()
+    rows = [e for e in events if isinstance(e, Row)]
+    ends = [e for e in events if isinstance(e, EpisodeEnd)]
+    expected = expected_rows()
+    assert [r.stamp_ns for r in rows] == [ns for ns, _, _ in expected]
+    # The subtask's task labels the first tick its chunk drives, not the answer's arrival.
+    assert [r.frame['task'] for r in rows] == [task for _, _, task in expected]
+    assert {TASK_1, TASK_2} == {r.frame['task'] for r in rows}
+    first_new = next(r for r in rows if r.frame['task'] == TASK_2)
+    assert first_new.stamp_ns == T0 + round(Spec().subtask_chunk_s * 30) * PERIOD
+    converter = JointConverter(SEMANTICS, SO101_JOINT_NAMES)
+    for row, (ns, command, _) in zip(rows, expected):
+        np.testing.assert_allclose(row.frame['action'], converter.to_policy(command), atol=1e-4)
+        assert row.frame['action'].dtype == np.float32
+        k = (ns - T0) // PERIOD
+        np.testing.assert_array_equal(row.frame['observation.images.front'], frame_pixels(k))
+        assert row.frame['observation.state'].shape == (6,)
+    # One episode, ended by the return home; the held ticks are left out and counted.
+    assert len(ends) == 1 and 'STOPPING' in ends[0].reason and not ends[0].error
+    assert builder.counts['episodes'] == 1
+    assert builder.counts['held_or_starved'] == 24       # 0.3 s first wait + 0.5 s hold
+    assert builder.counts['returning'] == 15
+
+
+def test_the_state_is_the_newest_joint_states_before_the_tick():
+    events, _ = build()
+    row = next(e for e in events if isinstance(e, Row))
+    t = (row.stamp_ns - T0) / 1e9
+    newest = np.floor(t * 50) / 50           # joint states at 50 Hz, 0.01 rad below the pose
+    from dataset_runs import pose
+    converter = JointConverter(SEMANTICS, SO101_JOINT_NAMES)
+    np.testing.assert_allclose(row.frame['observation.state'],
+                               converter.to_policy(pose(newest) - 0.01), atol=1e-4)
+
+
+def test_a_camera_lost_mid_episode_is_named_and_ends_it():
+    events, builder = build(Spec(camera_stops_s=1.0), camera_timeout_s=0.5)
+    ends = [e for e in events if isinstance(e, EpisodeEnd)]
+    rows = [e for e in events if isinstance(e, Row)]
+    assert len(ends) == 1 and ends[0].error
+    assert "camera 'front' lost: no frame for 0.5" in ends[0].reason
+    # Rows up to the loss, none after (no new episode before the next start).
+    assert rows[-1].stamp_ns < ends[0].stamp_ns
+    assert all((r.stamp_ns - T0) / 1e9 < 1.55 for r in rows)
+    assert builder.counts['episodes'] == 1
+
+
+def test_every_declared_camera_is_recorded_at_its_published_size():
+    # The policy reads the front camera (resized by the server); the hardware also has a
+    # wrist camera the policy does not consume: lerobot-record records both.
+    declared = schema_from_capabilities(
+        capabilities(), SO101_JOINT_NAMES, SEMANTICS, 30.0, 'so101_follower',
+        camera_shapes={'front': [480, 640, 3], 'wrist': [240, 320, 3], 'depth': [48, 64, 1]})
+    assert [(c.key, c.shape) for c in declared.cameras] == [
+        ('observation.images.front', (480, 640, 3)),
+        ('observation.images.wrist', (240, 320, 3))]
+
+
+def test_frames_of_another_size_are_left_out_and_named():
+    builder = RowBuilder(schema())
+    builder.image('front', T0, np.zeros((480, 640, 3), np.uint8))
+    assert builder.notes == ["camera 'front' published a (480, 640, 3) frame; the dataset "
+                             'records (48, 64, 3): frame left out']

@@ -1,0 +1,107 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+``./run demo --dataset``: the live recorder node writes a LeRobot dataset of the run, and
+``analyze BAG --dataset`` makes the same rows from the run's bag; a dataset folder of other
+features is refused before the arm moves.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+from remote_inference_py.analysis.bag import read_bag
+
+
+def run(*args, timeout=300):
+    env = {k: v for k, v in os.environ.items() if k != '_ROS_WHEELS_BOOTSTRAP_COMPLETE'}
+    env['HF_HUB_OFFLINE'] = '1'
+    return subprocess.run([sys.executable, '-m', *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def dispatched_ticks(stdout):
+    match = re.search(r'^\| ticks dispatched / held / starved \| (\d+) / (\d+) / (\d+) \|$',
+                      stdout, re.M)
+    assert match, stdout
+    return [int(v) for v in match.groups()]
+
+
+def test_the_demo_records_a_dataset_and_its_bag_converts_to_the_same_rows(tmp_path):
+    import torch
+    from remote_inference_py.analysis.dataset_writer import import_lerobot_dataset
+    live, out = tmp_path / 'live', tmp_path / 'demo'
+    result = run('remote_inference_py.demo', '--dataset', str(live), '--repo-id', 'local/pick',
+                 '--no-video', '--out', str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    dispatched, held, _ = dispatched_ticks(result.stdout)
+    assert f'demo: dataset {live}: ' in result.stdout
+    # One row per dispatched tick (the executor's own count); held ticks are left out.
+    assert f'1 episodes, {dispatched} frames saved' in result.stdout, result.stdout
+    assert f'left out: {held} held or starved ticks' in result.stdout
+    from_bag = tmp_path / 'from_bag'
+    result = run('remote_inference_py.analysis.analyze', str(out / 'bag'), '--dataset',
+                 str(from_bag), '--repo-id', 'local/pick', '--semantics', 'si-radians-v1')
+    assert result.returncode == 0, result.stdout + result.stderr
+    LeRobotDataset = import_lerobot_dataset()
+    a = LeRobotDataset('local/pick', root=live)
+    b = LeRobotDataset('local/pick', root=from_bag)
+    assert a.fps == b.fps == 30 and a.num_episodes == b.num_episodes == 1
+    assert a.num_frames == b.num_frames == dispatched
+    assert a.meta.video_keys == ['observation.images.front']
+    assert a.features['observation.images.front']['shape'] in ((480, 640, 3), [480, 640, 3])
+    assert json.loads((live / 'meta' / 'remote_inference.json').read_text())['units'] == {
+        'observation.state': 'si-radians-v1', 'action': 'si-radians-v1'}
+    rows_a = a.hf_dataset.with_format('numpy')
+    rows_b = b.hf_dataset.with_format('numpy')
+    for key in ('observation.state', 'action', 'timestamp', 'task_index'):
+        np.testing.assert_array_equal(np.stack(rows_a[key]), np.stack(rows_b[key]), key)
+    assert list(a.meta.tasks.index) == ['pick up the cube']
+    # The action is what the executor dispatched: the bag's joint_commands while RUNNING.
+    commands = read_bag(out / 'bag')['/joint_commands']
+    sent = {tuple(np.round(np.array(m.position, dtype=np.float32), 5)) for _, m in commands}
+    assert all(tuple(np.round(v, 5)) in sent for v in np.stack(rows_a['action']))
+    # Decoded video frames: the live raw frames and the bag's JPEG ones agree within the loss.
+    loader = torch.utils.data.DataLoader(a, batch_size=32, shuffle=False)
+    batch = next(iter(loader))
+    assert batch['observation.images.front'].shape == (32, 3, 480, 640)
+    for index in (0, dispatched // 2, dispatched - 1):
+        difference = (a[index]['observation.images.front']
+                      - b[index]['observation.images.front']).abs().mean() * 255
+        assert difference < 4.0, (index, float(difference))
+
+
+def test_a_dataset_of_other_features_is_refused_before_the_arm_moves(tmp_path):
+    folder = tmp_path / 'other'
+    (folder / 'meta').mkdir(parents=True)
+    info = {'codebase_version': 'v3.0', 'robot_type': 'so101_follower', 'fps': 30,
+            'features': {'observation.state': {'dtype': 'float32', 'shape': [7],
+                                               'names': [f'j{i}' for i in range(7)]},
+                         'action': {'dtype': 'float32', 'shape': [7],
+                                    'names': [f'j{i}' for i in range(7)]}}}
+    (folder / 'meta' / 'info.json').write_text(json.dumps(info))
+    out = tmp_path / 'demo'
+    result = run('remote_inference_py.demo', '--dataset', str(folder), '--no-video', '--out',
+                 str(out), '--seconds', '3')
+    assert result.returncode != 0
+    log = (out / 'dataset_recorder.log').read_text()
+    assert f"dataset '{folder}' refused" in log, log
+    assert "feature 'action' has shape [7]" in log, log
+    commands = read_bag(out / 'bag').get('/joint_commands', [])
+    assert commands == [], f'{len(commands)} commands sent: the arm moved'
