@@ -70,6 +70,10 @@ BACKGROUND_FILES = (
     'test/pure/test_executor_properties.py',
     'test/pure/test_flow_head.py',
     'test/pure/test_policy_runtimes.py',
+    'test/tools/test_dataset.py',
+    'test/system/test_closed_loop.py',
+    'test/tools/test_gpu_path.py',
+    'test/pure/test_policy_devices.py',
 )
 """Test files the background worker may run: CPU-bound, waiting on no clock."""
 

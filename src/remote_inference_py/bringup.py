@@ -223,16 +223,11 @@ def _dataset_plan(folder, repo_id, config_file, specs):
         return {}
     import json
     import os
-    import yaml
+    from remote_inference_py.executor.config import from_parameters_file
     if not any(s.name == 'executor' for s in specs):
         raise ValueError('record_dataset records on the robot side: side both or robot')
-    with open(config_file) as stream:
-        config = yaml.safe_load(stream) or {}
-    executor = {}
-    for key, value in config.items():
-        if key.rstrip('/').endswith('executor') and isinstance(value, dict):
-            executor.update(value.get('ros__parameters', {}))
-    fps = float(executor.get('fps', 30.0)) * int(executor.get('interpolation_multiplier', 1))
+    config, settings = from_parameters_file(config_file)
+    fps = config.fps * config.interpolation_multiplier
     robot_type = 'so101_follower'
     info = os.path.join(folder, 'meta', 'info.json')
     if os.path.isfile(info):
@@ -249,7 +244,7 @@ def _dataset_plan(folder, repo_id, config_file, specs):
         raise ValueError(f'record_dataset {folder!r} exists and is not a LeRobot dataset (no '
                          'meta/info.json)')
     return {'dataset_dir': folder, 'fps': fps, 'robot_type': robot_type,
-            'start_executor': bool(executor.get('autostart', False)),
+            'start_executor': settings.autostart,
             **({'repo_id': repo_id} if repo_id else {})}
 
 

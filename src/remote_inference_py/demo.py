@@ -50,6 +50,7 @@ import time
 from typing import Dict
 
 from remote_inference_py import bringup
+from remote_inference_py.executor.config import from_parameters_file
 
 EXPERT = 'expert'
 DEMO = 'demo'
@@ -72,10 +73,9 @@ class DemoPolicy:
 
 
 def sim_rate_hz(share_dir):
-    """Return the simulated arm's action rate [Hz]: the executor's fps in so101_sim.yaml."""
-    import yaml
-    path = pathlib.Path(share_dir) / 'config' / 'so101_sim.yaml'
-    return float(yaml.safe_load(path.read_text())['/**/executor']['ros__parameters']['fps'])
+    """Return the simulated arm's action rate [Hz]: the executor's fps with so101_sim.yaml."""
+    config, _ = from_parameters_file(str(pathlib.Path(share_dir) / 'config' / 'so101_sim.yaml'))
+    return config.fps
 
 
 def demo_policy(name, fps=None, default_fps=None, semantics=''):

@@ -103,16 +103,16 @@ def test_a_crashed_simulation_is_a_failure_with_its_seed_and_the_matrix_goes_on(
 def test_the_simulated_system_mirrors_the_node_settings(settings, expert):
     system = simtime.SimulatedSystem(expert, settings, Configuration('ensemble', 0.3), 1, TASK)
     try:
-        hardware = settings.node('hardware_interface')
-        assert system.read_period == pytest.approx(1 / hardware['publish_rate_hz'])
-        assert system.gate.limits.max_relative_target == hardware['max_relative_target']
+        hardware = settings.hardware_config()   # the file's values over the declarations
+        assert system.read_period == pytest.approx(1 / hardware.publish_rate_hz)
+        assert system.gate.limits.max_relative_target == hardware.max_relative_target
         assert system.core.config.chunk_merge == 'ensemble'
-        assert system.core.config.refill_seconds == settings.node('executor')['refill_seconds']
+        assert system.core.config.refill_seconds == \
+            settings.executor_config('ensemble').refill_seconds
         assert system.server.settings == settings.server_config()
         assert system.latency_s == 0.3
         # Held there, settled under gravity (the shoulder and elbow sag a few hundredths).
-        assert np.allclose(system.sim.positions(), hardware['sim_initial_positions'],
-                           atol=0.05)
+        assert np.allclose(system.sim.positions(), hardware.sim_initial_positions, atol=0.05)
     finally:
         system.close()
 

@@ -277,3 +277,25 @@ class NodeSettings:
         if self.on_server_loss == 'failover' and len(servers) < 2:
             raise ValueError(f'policy_servers lists only {list(servers)}: list another server '
                              "to fail over to; or use on_server_loss 'fault'")
+
+
+def from_parameters_file(path: str) -> tuple:
+    """Return (ExecutorConfig, NodeSettings) as a ROS parameters file sets the executor.
+
+    The file's ``executor`` section (any key ending in ``executor``, e.g. ``/**/executor``)
+    holds only what differs from the declarations; every other setting is its declared
+    default. A bad value raises ValueError naming it.
+    """
+    import yaml
+    with open(path) as stream:
+        data = yaml.safe_load(stream) or {}
+    values = {}
+    for key, section in data.items():
+        if str(key).rstrip('/').endswith('executor') and isinstance(section, dict):
+            values.update(section.get('ros__parameters') or {})
+    config = {k: v for k, v in values.items() if k in declared(ExecutorConfig)}
+    settings = {k: v for k, v in values.items() if k in declared(NodeSettings)}
+    unknown = sorted(set(values) - set(config) - set(settings))
+    if unknown:
+        raise ValueError(f'{path}: {", ".join(unknown)} are not executor parameters')
+    return ExecutorConfig(**config), NodeSettings(**settings)
