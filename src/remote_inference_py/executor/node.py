@@ -323,7 +323,7 @@ class ExecutorNode(Node):
             elif isinstance(action, sv.PublishStatus):
                 self.publish_status()
             elif isinstance(action, Log):
-                self._log(action.level, action.text)
+                log(self.get_logger(), action.level, action.text)
             elif isinstance(action, queries.Ask):
                 self.ask_call = self._ask(action)
             elif isinstance(action, sv.PublishTask):
@@ -342,7 +342,7 @@ class ExecutorNode(Node):
                     GetCapabilities.Request())
             elif isinstance(action, AskAdmission):
                 self.admission_call = self.admit_clients[self.sup.server].call_async(
-                    self._admit_message(action))
+                    admit_message(action))
             elif isinstance(action, sv.UseServer):
                 self.admission_call = None   # the chosen candidate's handshake begins
             elif isinstance(action, sv.NewAdmission):
@@ -351,17 +351,6 @@ class ExecutorNode(Node):
                 self.exit_code, self.finished = action.exit_code, True
             else:
                 raise TypeError(f'the executor node cannot carry out {action!r}')
-
-    def _log(self, level, text):
-        logger = self.get_logger()   # rclpy wants one severity per call site
-        if level == 'error':
-            logger.error(text)
-        elif level == 'warning':
-            logger.warning(text)
-        elif level == 'debug':
-            logger.debug(text)
-        else:
-            logger.info(text)
 
     def _tick_failed(self, error):
         """Finish with an error after a tick raised (no more ticks: the arm holds its target)."""
@@ -399,19 +388,9 @@ class ExecutorNode(Node):
 
     def _send_command(self, command, at):
         """Publish the targets decided at tick time `at`, stamped with that time."""
-        names, values = list(self.config.joint_names), [float(v) for v in command]
-        fmt = self.settings.output_format
-        if fmt == 'float64_multi_array':
-            msg = Float64MultiArray(data=values)
-        elif fmt == 'joint_state':
-            msg = JointState(name=names, position=values)
-            msg.header.stamp = self._stamp(at)
-        else:
-            point = JointTrajectoryPoint(positions=values)
-            point.time_from_start = Duration(seconds=self.config.tick_period).to_msg()
-            msg = JointTrajectory(joint_names=names, points=[point])
-            msg.header.stamp = self._stamp(at)
-        self.command_pub.publish(msg)
+        self.command_pub.publish(command_message(
+            self.settings.output_format, self.config.joint_names, command, self._stamp(at),
+            self.config.tick_period))
 
     def _ask(self, ask):
         msg = Ask.Request(session_id=self.sup.core.session_id, kind=ask.kind, text=ask.text,
@@ -419,45 +398,10 @@ class ExecutorNode(Node):
         msg.earliest_capture_stamp = self._stamp(ask.earliest)
         return self.ask_clients[self.sup.server].call_async(msg)
 
-    def _admit_message(self, ask):
-        """Build the Admit request message; we offer the features the server consumes."""
-        request, msg = ask.request, Admit.Request()
-        for name in ('protocol_version', 'client_name', 'deployment', 'semantics',
-                     'action_rate', 'merge_mode', 'hardware_position_hold', 'presence_lease_s',
-                     'max_requests_in_flight'):
-            setattr(msg, name, getattr(request, name))
-        msg.action_names = list(request.action_names)
-        offered = {f.name: f for f in request.features}   # images at the cameras' sizes
-        msg.features = [ObservationFeature(
-            name=f.name, shape=[int(v) for v in offered[f.name].shape],
-            dtype=offered[f.name].dtype, kind=offered[f.name].kind, names=f.names,
-            semantics=f.semantics, topic=f.topic) for f in ask.capabilities.features]
-        return msg
-
     def publish_status(self):
         """Publish the current numbers on executor/status (the owner's thread, or close)."""
-        sup, stats = self.sup, self.sup.core.stats()
-        msg = ExecutorStatus(state=int(stats.state), state_name=stats.state.name,
-                             message=stats.message, session_id=stats.session_id)
-        msg.header.stamp = self.get_clock().now().to_msg()
-        silence = sup.presence.silence(time.monotonic())
-        msg.server_presence = sup.presence.state
-        msg.server_last_seen_s = -1.0 if silence is None else silence
-        msg.presence_lease_s = float(self.settings.presence_lease_s)
-        msg.server, msg.server_choice = sup.server, sup.server_choice
-        for name in ('failovers', 'buffered_playback_s', 'refill_s', 'effective_refill_s',
-                     'last_turnaround_s', 'p50_turnaround_s', 'max_turnaround_s', 'ticks',
-                     'requests', 'requests_in_flight', 'request_retries', 'chunks_accepted',
-                     'chunks_dropped', 'starved_ticks', 'trimmed_steps', 'last_drop_reason',
-                     'dispatched_ticks', 'held_ticks', 'skipped_ticks'):
-            setattr(msg, name, getattr(stats, name))
-        msg.last_seam_rad = float(stats.recent_seams[-1]) if stats.recent_seams else 0.0
-        msg.max_seam_rad = float(stats.max_seam)
-        periods = np.array(self.tick_periods)
-        if len(periods):
-            msg.tick_period_p50_s, msg.tick_period_p99_s, msg.tick_period_max_s = (
-                float(v) for v in np.percentile(periods, [50, 99, 100]))
-        self.status_pub.publish(msg)
+        self.status_pub.publish(status_message(
+            self.sup, self.tick_periods, self.get_clock().now().to_msg(), time.monotonic()))
 
     def close(self):
         """Stop ticking; publish the final status and let it reach subscribers."""
@@ -465,6 +409,75 @@ class ExecutorNode(Node):
         self.publish_status()
         for publisher in (self.command_pub, self.status_pub, *self.request_pubs.values()):
             publisher.wait_for_all_acked(Duration(seconds=1.0))
+
+
+def status_message(sup, tick_periods, stamp, now):
+    """Return the ExecutorStatus of supervisor `sup` at monotonic time `now`."""
+    stats = sup.core.stats()
+    msg = ExecutorStatus(state=int(stats.state), state_name=stats.state.name,
+                         message=stats.message, session_id=stats.session_id)
+    msg.header.stamp = stamp
+    silence = sup.presence.silence(now)
+    msg.server_presence = sup.presence.state
+    msg.server_last_seen_s = -1.0 if silence is None else silence
+    msg.presence_lease_s = float(sup.settings.presence_lease_s)
+    msg.server, msg.server_choice = sup.server, sup.server_choice
+    for name in ('failovers', 'buffered_playback_s', 'refill_s', 'effective_refill_s',
+                 'last_turnaround_s', 'p50_turnaround_s', 'max_turnaround_s', 'ticks',
+                 'requests', 'requests_in_flight', 'request_retries', 'chunks_accepted',
+                 'chunks_dropped', 'starved_ticks', 'trimmed_steps', 'last_drop_reason',
+                 'dispatched_ticks', 'held_ticks', 'skipped_ticks'):
+        setattr(msg, name, getattr(stats, name))
+    msg.last_seam_rad = float(stats.recent_seams[-1]) if stats.recent_seams else 0.0
+    msg.max_seam_rad = float(stats.max_seam)
+    periods = np.array(tick_periods)
+    if len(periods):
+        msg.tick_period_p50_s, msg.tick_period_p99_s, msg.tick_period_max_s = (
+            float(v) for v in np.percentile(periods, [50, 99, 100]))
+    return msg
+
+
+def log(logger, level, text):
+    """Log `text` at `level` ('error', 'warning', 'debug' or 'info')."""
+    if level == 'error':   # rclpy wants one severity per call site
+        logger.error(text)
+    elif level == 'warning':
+        logger.warning(text)
+    elif level == 'debug':
+        logger.debug(text)
+    else:
+        logger.info(text)
+
+
+def command_message(fmt, joint_names, command, stamp, period_s):
+    """Return the joint_commands message of `fmt` for `command` [rad, joint order]."""
+    names, values = list(joint_names), [float(v) for v in command]
+    if fmt == 'float64_multi_array':
+        return Float64MultiArray(data=values)
+    if fmt == 'joint_state':
+        msg = JointState(name=names, position=values)
+    else:
+        point = JointTrajectoryPoint(positions=values)
+        point.time_from_start = Duration(seconds=period_s).to_msg()
+        msg = JointTrajectory(joint_names=names, points=[point])
+    msg.header.stamp = stamp
+    return msg
+
+
+def admit_message(ask):
+    """Build the Admit request message; we offer the features the server consumes."""
+    request, msg = ask.request, Admit.Request()
+    for name in ('protocol_version', 'client_name', 'deployment', 'semantics',
+                 'action_rate', 'merge_mode', 'hardware_position_hold', 'presence_lease_s',
+                 'max_requests_in_flight'):
+        setattr(msg, name, getattr(request, name))
+    msg.action_names = list(request.action_names)
+    offered = {f.name: f for f in request.features}   # images at the cameras' sizes
+    msg.features = [ObservationFeature(
+        name=f.name, shape=[int(v) for v in offered[f.name].shape],
+        dtype=offered[f.name].dtype, kind=offered[f.name].kind, names=f.names,
+        semantics=f.semantics, topic=f.topic) for f in ask.capabilities.features]
+    return msg
 
 
 def main(args=None):
