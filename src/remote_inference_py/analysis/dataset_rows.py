@@ -71,7 +71,8 @@ WAITING = 'WAITING'
 IN_RUN = (RUNNING, WAITING)
 ENDED = ('STOPPING', 'STOPPED', 'FAULT')
 CAMERA_TOPIC = re.compile(r'^/?(?:.*/)?cameras/([A-Za-z0-9_]+)/image_raw(?:/[a-z]+)?$')
-HISTORY = 16   # samples kept per stream: a tick is resolved at most two ticks late
+HISTORY = 32   # samples kept per stream: covers a tick resolved SETTLE_TICKS late
+SETTLE_TICKS = 8   # a tick waits at most this long for a later sample of every stream
 
 
 class SchemaError(ValueError):
@@ -327,9 +328,19 @@ class RowBuilder:
 
     def _advance(self, stamp_ns: int) -> list:
         self._latest_ns = max(self._latest_ns, stamp_ns)
-        # A tick's own status comes right after its command; wait two ticks for it.
-        horizon = self._latest_ns - 2 * self.period_ns
-        return self._resolve(lambda stamp: stamp <= horizon)
+        # A tick is settled once every stream has a sample captured after it (then its
+        # newest sample at or before the tick is final, whatever order the messages arrived
+        # in: a live recorder and a bag of the same run agree), or SETTLE_TICKS later on the
+        # commands' clock (a stream that stalled).
+        horizon = self._latest_ns - SETTLE_TICKS * self.period_ns
+        return self._resolve(lambda stamp: stamp <= horizon or self._settled(stamp))
+
+    def _settled(self, stamp_ns: int) -> bool:
+        streams = [self._joint_states] if self.schema.states else []
+        streams += list(self._images.values())
+        if any(not s.stamps or s.stamps[-1] <= stamp_ns for s in streams):
+            return False
+        return bool(self._statuses) and self._statuses[-1][0] > stamp_ns + self.period_ns // 2
 
     def _state_at(self, stamp_ns: int) -> Tuple[str, str]:
         limit = stamp_ns + self.period_ns // 2
