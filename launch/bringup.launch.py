@@ -60,8 +60,9 @@ ARGUMENTS = (
     ('cameras', '', "Cameras of the real arm in LeRobot's --robot.cameras form, e.g. "
                     '"{front: {type: opencv, index_or_path: /dev/video0, width: 640, height: '
                     '480, fps: 30}}"; empty: the config file\'s (backend:=feetech).'),
-    ('image_transport', '', 'How the policy server reads cameras: raw or compressed (JPEG); '
-                            'empty: compressed with side:=server, else the config value.'),
+    ('image_transport', '', 'How the policy server reads cameras (its image_transport): '
+                            f"{' or '.join(bringup.IMAGE_TRANSPORTS)} (JPEG); empty: "
+                            'compressed with side:=server, else the config value.'),
     ('record_images', 'false', 'true: record:=true also records every camera as JPEG '
                                '(cameras/<name>/image_raw/compressed).'),
     ('record_dataset', '', 'Folder of a LeRobot dataset to record the run to (new, or one of '

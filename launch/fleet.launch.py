@@ -19,7 +19,9 @@ N simulated SO-101s (``/robot_0`` .. : the MuJoCo arm without rendering and an e
 each) and M policy servers (``/server_0`` .. , each serving every robot namespace at
 ``/<robot>/server_<j>/policy/...``). Every executor lists every server as a candidate and
 joins the least loaded one with room; ``max_clients`` per server defaults to ceil(N / M).
-What starts comes from ``remote_inference_py.bringup.fleet_plan``. Examples::
+What starts comes from ``remote_inference_py.bringup.fleet_plan``; ``on_server_loss`` is the
+executor's setting of that name (its choices, default and description are the declaration's,
+``bringup.ON_SERVER_LOSS``). Examples::
 
     ros2 launch remote_inference fleet.launch.py robots:=4 servers:=2
     ros2 launch remote_inference fleet.launch.py robots:=4 servers:=2 on_server_loss:=failover \
@@ -39,8 +41,7 @@ ARGUMENTS = (
     ('robots', '2', 'Simulated arms, each in its own namespace /robot_<i>.'),
     ('servers', '1', 'Policy servers, /server_<j>; each serves every robot namespace.'),
     ('max_clients', '0', 'Sessions per server at most; 0: ceil(robots / servers).'),
-    ('on_server_loss', 'fault', 'fault (hold, fault, return home) or failover (a new session '
-                                'with another server once the arm holds).'),
+    ('on_server_loss', bringup.ON_SERVER_LOSS.default, bringup.ON_SERVER_LOSS.description),
     ('checkpoint', '', 'Policy file or LeRobot checkpoint (folder or Hugging Face Hub id) for '
                        'every server; empty: the built-in demo policy.'),
     ('device', 'cpu', 'Torch device of the policy servers.'),
@@ -50,6 +51,8 @@ ARGUMENTS = (
                              'start or start:PORT (one server for the whole fleet, started '
                              'here), or HOST:PORT[;HOST:PORT].'),
 )
+CHOICES = {'on_server_loss': list(bringup.ON_SERVER_LOSS.choices)}
+"""The arguments that take one of a setting's choices (launch refuses any other value)."""
 
 
 def _integer(values, name):
@@ -79,6 +82,7 @@ def _launch_setup(context):
 def generate_launch_description():
     """Declare the arguments; decide what to start once their values are known."""
     return LaunchDescription(
-        [DeclareLaunchArgument(name, default_value=default, description=description)
+        [DeclareLaunchArgument(name, default_value=default, description=description,
+                               choices=CHOICES.get(name))
          for name, default, description in ARGUMENTS]
         + [OpaqueFunction(function=_launch_setup)])

@@ -26,8 +26,15 @@ and that every subscription has a compatible publisher.
 
 from dataclasses import dataclass
 
+from remote_inference_py.common.settings import declared
+from remote_inference_py.executor.config import NodeSettings
+from remote_inference_py.policy_server.topics import IMAGE_TRANSPORTS
+
 SIDES = ('both', 'robot', 'server')
 BACKENDS = ('sim', 'feetech')
+"""The hardware interface's backends (its ``backend`` choices), the simulated arm first."""
+ON_SERVER_LOSS = declared(NodeSettings)['on_server_loss']
+"""The executor's ``on_server_loss`` setting: the fleet's argument of that name is it."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,6 @@ CAMERA_SHARED = Topic('cameras/front/image_raw/shm', 'remote_inference/msg/Share
 # record_images.
 CAMERA_COMPRESSED = Topic('cameras/front/image_raw/compressed',
                           'sensor_msgs/msg/CompressedImage', 'images')
-IMAGE_TRANSPORTS = ('raw', 'compressed')
 CUBE_POSE = Topic('sim/cube_pose', 'geometry_msgs/msg/PoseStamped', 'joint_states')
 REQUEST = Topic('policy/request', 'remote_inference/msg/InferenceRequest', 'commands')
 CHUNK = Topic('policy/chunk', 'remote_inference/msg/ActionChunk', 'chunks')
@@ -269,8 +275,8 @@ def param_args(values):
     return args
 
 
-def fleet_plan(*, robots=2, servers=1, max_clients=0, on_server_loss='fault', checkpoint='',
-               device='cpu', config_file='', share_dir='', robot_prefix='robot_',
+def fleet_plan(*, robots=2, servers=1, max_clients=0, on_server_loss=ON_SERVER_LOSS.default,
+               checkpoint='', device='cpu', config_file='', share_dir='', robot_prefix='robot_',
                server_prefix='server_'):
     """
     Decide what a fleet starts: ``robots`` simulated arms and ``servers`` policy servers.
@@ -281,25 +287,27 @@ def fleet_plan(*, robots=2, servers=1, max_clients=0, on_server_loss='fault', ch
     ``/<robot>/<server_prefix>j/policy/...`` (``interface_namespace``). Each executor lists every
     server as a candidate (``policy_servers``) and joins the least loaded with room.
     ``max_clients`` per server defaults (0) to ceil(robots / servers): all fit, spread evenly.
-    ``config_file`` defaults to ``<share_dir>/config/so101_fleet.yaml``. Raises ValueError
-    naming a bad argument.
+    ``on_server_loss`` is each executor's, checked by its settings (:class:`NodeSettings`: one
+    of its choices; failover needs another server). ``config_file`` defaults to
+    ``<share_dir>/config/so101_fleet.yaml``. Raises ValueError naming a bad argument.
     """
     import os
     for name, value, low in (('robots', robots, 1), ('servers', servers, 1),
                              ('max_clients', max_clients, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f'{name} must be an integer >= {low}, got {value!r}')
-    if on_server_loss not in ('fault', 'failover'):
-        raise ValueError(f'on_server_loss {on_server_loss!r} is not one of fault, failover')
-    if on_server_loss == 'failover' and servers < 2:
-        raise ValueError('on_server_loss failover needs servers >= 2 (another to fail over to)')
+    server_names = [f'{server_prefix}{j}' for j in range(servers)]
+    try:
+        NodeSettings(policy_servers=server_names, on_server_loss=on_server_loss)
+    except ValueError as error:
+        raise ValueError(f'on_server_loss {on_server_loss!r} with servers={servers}: '
+                         f'{error}') from None
     if not config_file:
         config_file = os.path.join(share_dir, 'config', 'so101_fleet.yaml')
     if not os.path.isfile(config_file):
         raise ValueError(f'config file {config_file!r} does not exist')
     check_checkpoint(checkpoint)
     robot_namespaces = [f'/{robot_prefix}{i}' for i in range(robots)]
-    server_names = [f'{server_prefix}{j}' for j in range(servers)]
     slots = max_clients or -(-robots // servers)
     nodes = []
     for name in server_names:

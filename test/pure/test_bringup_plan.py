@@ -190,8 +190,8 @@ def test_fleet_plan_spreads_robots_over_servers_each_in_its_namespace(tmp_path):
     ({'robots': 0}, 'robots must be an integer >= 1, got 0'),
     ({'servers': 0}, 'servers must be an integer >= 1, got 0'),
     ({'max_clients': -1}, 'max_clients must be an integer >= 0, got -1'),
-    ({'on_server_loss': 'retry'}, "on_server_loss 'retry' is not one of fault, failover"),
-    ({'on_server_loss': 'failover', 'servers': 1}, 'failover needs servers >= 2'),
+    ({'on_server_loss': 'retry'}, "'retry'; expected one of fault, failover"),
+    ({'on_server_loss': 'failover', 'servers': 1}, 'list another server to fail over to'),
     ({'config_file': '/nonexistent.yaml'}, "config file '/nonexistent.yaml' does not exist"),
 ])
 def test_fleet_plan_refuses_bad_arguments_by_name(tmp_path, arguments, message):

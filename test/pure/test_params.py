@@ -32,8 +32,11 @@ from remote_inference_py.common.params import (
     build_config, build_configs, coerce, declare_parameters, descriptor, LiveSettings,
     markdown_table, ParamSpec, setting)
 from remote_inference_py.common.settings import (
-    built_from, check_settings, declared, derived, setting_of)
+    built_from, check_settings, declared, derived, setting_of, shared)
+from remote_inference_py.contract.presence import PRESENCE_SAMPLES_PER_LEASE
+from remote_inference_py.contract.settings import ContractSettings
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings, STRUCTURAL_FIELDS
+from remote_inference_py.executor.handshake import Client
 from remote_inference_py.executor.node import PARAMETERS as EXECUTOR
 from remote_inference_py.executor.query import QuerySettings
 from remote_inference_py.hardware.config import (
@@ -491,15 +494,24 @@ PARTS = {
     QuerySettings: (NodeSettings, {}, {
         'max_text_chars': 'query_max_text_chars', 'answer_timeout_s': 'query_answer_timeout_s',
         'steering_period_s': 'steering_period_s'}, set()),
+    Client: ((ExecutorConfig, NodeSettings), {
+        'client_name': '/executor', 'deployment': 'so101', 'semantics': 'si-radians-v1',
+        'action_names': ('a',), 'action_rate': 30.0, 'merge_mode': 'aligned'}, {
+        'expected_features': 'expected_features',
+        'require_position_hold': 'require_position_hold', 'timeout_s': 'admission_timeout_s',
+        'presence_lease_s': 'presence_lease_s',
+        'max_requests_in_flight': 'max_requests_in_flight'},
+        {'client_name', 'deployment', 'semantics', 'action_names', 'action_rate',
+         'merge_mode'}),
 }
-"""Part -> (the node config it is built from, what it needs besides its defaults, its fields
-that are parameters -> the parameter, its own fields)."""
+"""Part -> (the node config(s) it is built from, what it needs besides its defaults, its
+fields that are parameters -> the parameter, its own fields)."""
 
 
 @pytest.mark.parametrize('part', PARTS, ids=lambda part: part.__name__)
 def test_a_part_takes_default_type_range_and_choices_from_the_parameter_declaration(part):
     source, required, parameters, own = PARTS[part]
-    specs = declared(source)
+    specs = declared(*source) if isinstance(source, tuple) else declared(source)
     fields = {f.name: f for f in dataclasses.fields(part)}
     assert declared(part) == {}   # no parameter of its own
     assert {name: spec.name for name, spec in derived(part).items()} == parameters
@@ -530,3 +542,45 @@ def test_a_part_takes_default_type_range_and_choices_from_the_parameter_declarat
                 assert expected is None, (name, value)
             checked += 1
     assert checked >= 4 * sum(specs[p].low is not None for p in parameters.values())
+
+
+# ---- a setting both nodes have is declared once, in the contract, and embedded by each ----
+
+SOURCES = pathlib.Path(__file__).resolve().parents[2] / 'src' / 'remote_inference_py'
+
+
+@pytest.mark.parametrize('name', list(declared(ContractSettings)))
+def test_a_setting_both_nodes_have_is_one_declaration(name):
+    spec = declared(ContractSettings)[name]
+    assert EXECUTOR[name] == spec and SERVER[name] == spec
+    # Written once: one `name: type = setting(` in the whole package, in contract/settings.py.
+    written = re.compile(rf'^\s+{name}: [^=]+= setting\(', re.M)
+    found = [path.relative_to(SOURCES).as_posix() for path in sorted(SOURCES.rglob('*.py'))
+             if written.search(path.read_text())]
+    assert found == ['contract/settings.py']
+
+
+def test_the_lease_fraction_is_said_from_the_sample_count():
+    text = declared(ContractSettings)['presence_lease_s'].description
+    samples = PRESENCE_SAMPLES_PER_LEASE
+    assert f'lease / {samples};' in text and f'{samples - 1}/{samples} of it' in text
+
+
+def test_a_shared_field_must_keep_the_name_and_type_of_its_declaration():
+    renamed = dataclasses.make_dataclass(
+        'Renamed', [('lease', float, shared(ContractSettings, 'presence_lease_s'))])
+    retyped = dataclasses.make_dataclass(
+        'Retyped', [('presence_lease_s', int, shared(ContractSettings, 'presence_lease_s'))])
+    for cls in (renamed, retyped):
+        with pytest.raises(TypeError, match='is not setting'):
+            declared(cls)
+    with pytest.raises(KeyError, match="ContractSettings declares no setting 'fps'"):
+        shared(ContractSettings, 'fps')
+
+
+def test_settings_of_the_same_subject_that_differ_by_design_share_their_bounds():
+    # fps and the in-flight limit differ by design (the executor's rate vs 0: the policy's;
+    # what a client asks vs what the server queues); their upper bounds are the contract's.
+    for ours, theirs in (('fps', 'fps'), ('max_requests_in_flight', 'max_requests_per_client')):
+        assert EXECUTOR[ours].high == SERVER[theirs].high
+        assert EXECUTOR[ours].unit == SERVER[theirs].unit

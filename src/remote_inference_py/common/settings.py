@@ -36,7 +36,9 @@ A class built from a node's config that also stands alone (a driver's, a worker'
 simulation's settings, made directly by tools and tests) does not declare those settings
 again: its field is :func:`setting_of` the declaration, with the declaration's default and,
 in :func:`check_settings`, its check; it is no parameter of its own, and :func:`built_from`
-builds it from the node's config.
+builds it from the node's config. A setting two nodes have (the presence lease, the
+deployment) is declared once in ``contract/settings.py`` and is each node's parameter by
+:func:`shared`: one default, range, unit and description for both.
 
 Ranges are closed, as a ``ParameterDescriptor`` can say them, and a double within a relative
 1e-6 of a bound counts as on it, as rclpy's range check does; the config then checks only what
@@ -119,6 +121,22 @@ def setting(default, description, *, unit='', low=None, high=None, choices=(), l
         choices=tuple(choices), live=live)})
 
 
+def shared(config_class, name):
+    """
+    Return a dataclass field that is setting ``name`` of ``config_class``, as a parameter here.
+
+    For a setting two nodes have (``contract/settings.py``): the field, named ``name`` too,
+    takes the declaration as it is written there (default, description, unit, range, choices,
+    live); :func:`declared` lists it with a ParamSpec equal to that of ``config_class``, and
+    raises TypeError where the field's name or annotation makes it another.
+    """
+    field = {f.name: f for f in dataclasses.fields(config_class)}.get(name)
+    if field is None or 'setting' not in field.metadata:
+        raise KeyError(f'{config_class.__name__} declares no setting {name!r}')
+    return dataclasses.field(default=field.default, metadata={
+        'setting': field.metadata['setting'], 'shared_from': config_class})
+
+
 def setting_of(config_class, name):
     """
     Return a dataclass field that is setting ``name`` of ``config_class``, under its own name.
@@ -178,6 +196,10 @@ def declared(*config_classes) -> dict:
                 default=list(default) if isinstance(default, tuple) else default,
                 description=meta['description'], unit=meta['unit'], low=meta['low'],
                 high=meta['high'], choices=meta['choices'], live=meta['live'])
+            origin = field.metadata.get('shared_from')
+            if origin is not None and declared(origin).get(field.name) != specs[field.name]:
+                raise TypeError(f'{cls.__name__}.{field.name} is not setting {field.name!r} '
+                                f'of {origin.__name__} (another name or type)')
     return specs
 
 

@@ -24,4 +24,6 @@ What a robot and a policy server agree on before anything moves (pure: no ROS).
   onto it.
 - :mod:`.presence`: the cadence of the server's presence samples and the silence that
   tolerates.
+- :mod:`.settings`: the settings both nodes have (``deployment``, ``presence_lease_s``),
+  declared once; each node's config embeds them.
 """

@@ -16,26 +16,28 @@
 
 Each field made with :func:`~remote_inference_py.common.settings.setting` is one executor
 parameter, declared once here: type, default, unit, range or choices, description, and
-whether it may change while running (``live``). The node declares its parameters from these
-fields, docs/parameters.md's table is written from them, and the checks below run on every value,
-at start-up and live. :class:`ExecutorConfig` is what the core uses; :class:`NodeSettings`
-what only the node uses (admission, output, start). The fields that are not live shape the
-session (:data:`STRUCTURAL_FIELDS`); `ExecutorCore.update_config` applies the others while
-running.
+whether it may change while running (``live``); ``deployment`` and ``presence_lease_s``, which
+the policy server has too, are declared once in ``contract/settings.py`` and embedded by
+:func:`~remote_inference_py.common.settings.shared`. The node declares its parameters from
+these fields, docs/parameters.md's table is written from them, and the checks below run on
+every value, at start-up and live. :class:`ExecutorConfig` is what the core uses;
+:class:`NodeSettings` what only the node uses (admission, output, start). The fields that are
+not live shape the session (:data:`STRUCTURAL_FIELDS`); `ExecutorCore.update_config` applies
+the others while running.
 """
 
 from dataclasses import dataclass, fields
 import math
 
-from remote_inference_py.common.settings import check_settings, declared, setting
-from remote_inference_py.contract.check import (
-    CHUNK_MERGES, MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S)
+from remote_inference_py.common.settings import check_settings, declared, setting, shared
+from remote_inference_py.contract.check import CHUNK_MERGES, MAX_REQUESTS_IN_FLIGHT
+from remote_inference_py.contract.settings import ContractSettings, MAX_ACTION_RATE_HZ
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 OUTPUT_FORMATS = ('joint_state', 'float64_multi_array', 'joint_trajectory')
+"""Message types of ``joint_commands``: JointState, Float64MultiArray, JointTrajectory."""
 ON_SERVER_LOSS = ('fault', 'failover')
 """What an executor does when its server is lost: fault as always, or fail over once held."""
-"""Message types of ``joint_commands``: JointState, Float64MultiArray, JointTrajectory."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class ExecutorConfig:
     joint_names: tuple[str, ...] = setting(
         list(SO101_JOINT_NAMES), 'Action names in order; every joint vector is matched by name.')
     fps: float = setting(30.0, 'Action rate of the policy; one action tick every 1 / fps.',
-                         unit='Hz', low=1.0, high=1000.0)
+                         unit='Hz', low=1.0, high=MAX_ACTION_RATE_HZ)
     interpolation_multiplier: int = setting(
         1, 'Control ticks per action (linear sub-steps).', low=1, high=20)
     chunk_merge: str = setting(
@@ -226,7 +228,7 @@ class NodeSettings:
     any (the parameter's ``[any]``).
     """
 
-    deployment: str = setting('so101', 'Deployment name the policy server must serve.')
+    deployment: str = shared(ContractSettings, 'deployment')
     semantics: str = setting('si-radians-v1', 'Action units and order the server must declare.')
     expected_features: tuple[str, ...] = setting(
         ['any'], 'Observation feature names the server must consume; [any]: any.')
@@ -238,10 +240,7 @@ class NodeSettings:
         True, 'Refuse to move unless hardware/info declares position hold.')
     autostart: bool = setting(
         False, 'Start motion right after admission (otherwise call executor/start).', live=True)
-    presence_lease_s: float = setting(
-        PRESENCE_LEASE_S, 'The admitted server counts as lost when nothing of it (presence '
-        'sample, chunk) came this long; a silence up to 7/8 of it never costs the session. The '
-        'server must use the same.', unit='s', low=0.1, high=3600.0)
+    presence_lease_s: float = shared(ContractSettings, 'presence_lease_s')
     policy_servers: tuple[str, ...] = setting(
         [''], 'Candidate policy servers, each the namespace of its policy interface (its '
         "policy/... topics and services), relative to this node's namespace or absolute; '' = "

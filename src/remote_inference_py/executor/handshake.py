@@ -48,9 +48,10 @@ import dataclasses
 import enum
 from typing import Any, List, Optional, Sequence, Tuple
 
+from remote_inference_py.common.settings import check_settings, setting_of
 from remote_inference_py.contract.check import (
-    AdmitRequest, check_admission, FeatureDeclaration, PRESENCE_LEASE_S, protocol_for,
-    ServerContract)
+    AdmitRequest, check_admission, FeatureDeclaration, protocol_for, ServerContract)
+from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 
 RETRY_S = 2.0
 """Ask again from the start when a request got no reply within this long [s]."""
@@ -115,7 +116,12 @@ def offered_features(features: Sequence[FeatureDeclaration],
 
 @dataclasses.dataclass(frozen=True)
 class Client:
-    """What this executor asks for (from its parameters)."""
+    """What this executor asks for (from its parameters).
+
+    The fields with a default are the executor's settings of that name (``timeout_s``:
+    ``admission_timeout_s``), with their defaults and checks; a bad value raises ValueError
+    naming the field. ``expected_features`` ``[any]`` is stored empty, as the setting is.
+    """
 
     client_name: str
     deployment: str
@@ -123,16 +129,18 @@ class Client:
     action_names: Tuple[str, ...]
     action_rate: float
     merge_mode: str
-    expected_features: Tuple[str, ...] = ()
-    require_position_hold: bool = True
-    timeout_s: float = 30.0
-    presence_lease_s: float = PRESENCE_LEASE_S
-    max_requests_in_flight: int = 1
+    expected_features: Tuple[str, ...] = setting_of(NodeSettings, 'expected_features')
+    require_position_hold: bool = setting_of(NodeSettings, 'require_position_hold')
+    timeout_s: float = setting_of(NodeSettings, 'admission_timeout_s')
+    presence_lease_s: float = setting_of(NodeSettings, 'presence_lease_s')
+    max_requests_in_flight: int = setting_of(ExecutorConfig, 'max_requests_in_flight')
 
     def __post_init__(self):
-        """Store the sequences as tuples."""
+        """Check the settings; store the sequences as tuples."""
+        check_settings(self)
         object.__setattr__(self, 'action_names', tuple(self.action_names))
-        object.__setattr__(self, 'expected_features', tuple(self.expected_features))
+        if self.expected_features == ('any',):
+            object.__setattr__(self, 'expected_features', ())
 
     def request(self, contract: ServerContract, position_hold: bool,
                 cameras: Sequence[FeatureDeclaration] = ()) -> AdmitRequest:

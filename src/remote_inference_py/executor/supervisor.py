@@ -528,7 +528,7 @@ class Supervisor:
                            f'{stats.chunks_dropped} dropped chunks{dropped}')
 
     def _finish(self, now: float) -> List[object]:
-        """The core is terminal: decide the exit code; name a server that never answered."""
+        """Decide the exit code once the core is terminal; name a server that never answered."""
         actions: List[object] = []
         first = self.first_answer
         if first.total_sends > 1 and not first.answered:

@@ -17,9 +17,12 @@ The policy server's settings as one frozen, validated dataclass (no ROS).
 
 Each field of :class:`ServerConfig` is one parameter of the node, declared once here with
 :func:`~remote_inference_py.common.settings.setting` (type, default, unit, range or choices,
-description, live or not); the node's parameters and docs/parameters.md's table come from it. The
-core takes the config itself as its settings; what the runtime registry needs to load the
-policy comes from :meth:`.runtimes.RuntimeOptions.from_config`. Nothing repeats a declaration:
+description, live or not), but for ``deployment`` and ``presence_lease_s``, which the executor
+has too: those are declared once in ``contract/settings.py`` and embedded by
+:func:`~remote_inference_py.common.settings.shared`. The node's parameters and
+docs/parameters.md's table come from it. The core takes the config itself as its settings;
+what the runtime registry needs to load the policy comes from
+:meth:`.runtimes.RuntimeOptions.from_config`. Nothing repeats a declaration:
 ``RuntimeOptions`` takes its defaults from these fields and checks its values by them, and the
 flow sampler reads the ranges of its manifest keys from the four sampler parameters
 (``flow_steps``, ``rtc_execution_horizon``, ``rtc_prefix_schedule``,
@@ -31,8 +34,9 @@ import dataclasses
 import re
 from typing import Dict, Tuple
 
-from remote_inference_py.common.settings import check_settings, live_names, setting
-from remote_inference_py.contract.check import MAX_REQUESTS_IN_FLIGHT, PRESENCE_LEASE_S
+from remote_inference_py.common.settings import check_settings, live_names, setting, shared
+from remote_inference_py.contract.check import MAX_REQUESTS_IN_FLIGHT
+from remote_inference_py.contract.settings import ContractSettings, MAX_ACTION_RATE_HZ
 from remote_inference_py.policy_server.manifest import ENCODING_CONVERSIONS
 from remote_inference_py.policy_server.topics import IMAGE_TRANSPORTS, parse_feature_topics
 
@@ -53,8 +57,7 @@ class ServerConfig:
     Lists are accepted where tuples are expected and stored as tuples.
     """
 
-    deployment: str = setting(
-        'so101', 'Name of this deployment; clients must ask for the same.')
+    deployment: str = shared(ContractSettings, 'deployment')
     policy_type: str = setting(
         'auto', 'The runtime that serves the checkpoint; auto picks it from the checkpoint '
         '(none: the built-in demo policy; .pt2: torch_export, or flow_matching when its '
@@ -85,7 +88,7 @@ class ServerConfig:
         'policy speaks either registered semantics).')
     fps: float = setting(
         0.0, "Action rate; 0: the policy's. Required for LeRobot checkpoints without a "
-        'manifest.', unit='Hz', low=0.0, high=1000.0)
+        'manifest.', unit='Hz', low=0.0, high=MAX_ACTION_RATE_HZ)
     calibration_file: str = setting(
         '', 'LeRobot calibration JSON of the arm (for semantics that need it); empty: the '
         'default SO-101 calibration.')
@@ -143,10 +146,7 @@ class ServerConfig:
         2.0, 'Serve a ready request in the callback that completed it (no hand-off to the '
         'inference thread) when warm-up measured a forward pass this fast and one '
         'robot is served; 0: never.', unit='ms', low=0.0, high=100.0)
-    presence_lease_s: float = setting(
-        PRESENCE_LEASE_S, 'Presence lease: a presence sample goes out every lease / 8 on '
-        'policy/presence; silent this long, the server counts as lost. Clients must use the '
-        'same.', unit='s', low=0.1, high=3600.0)
+    presence_lease_s: float = shared(ContractSettings, 'presence_lease_s')
     flow_steps: int = setting(
         0, "Euler steps of a flow_matching policy's sampler; 0: the manifest's.", low=0,
         high=1000)
