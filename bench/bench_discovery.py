@@ -18,7 +18,7 @@ What discovery costs as the graph grows: simple discovery vs a Fast DDS discover
 N light participants (``bench/discovery_standin.py``: one node each, 7 publishers and 7
 subscriptions of its own beside rclpy's parameter services, ``/rosout`` and
 ``/parameter_events``, paired robot/server, no data sent), each alone in
-its own network namespace ("host") on one switch (``remote_inference_py.testing.netns``), UDP
+its own network namespace ("host") on one switch (``test/netns.py``), UDP
 only. With ``server``, one more host runs the discovery server
 (``ros2 run remote_inference discovery_server``, the shipped profile) and every participant is
 its client; ``server-20s`` is the same with Fast DDS's default lease for the server (20 s,
@@ -59,10 +59,10 @@ import time
 
 import smoke
 
-from remote_inference_py.testing.netns import Lan
-
 BENCH = pathlib.Path(__file__).resolve().parent
 ROOT = BENCH.parent
+sys.path[:0] = [str(ROOT / 'test')]
+from netns import Lan  # noqa: E402,I100 - test/ is not a package
 PROFILE = ROOT / 'test' / 'fastdds_udp_only.xml'
 INSTALL_LIB = pathlib.Path(os.environ.get('RI_INSTALL_BASE', ROOT / 'install')) / \
     'remote_inference' / 'lib' / 'remote_inference'

@@ -35,6 +35,7 @@ Run from the repository root::
 """
 
 import argparse
+import pathlib
 import statistics
 import sys
 import time
@@ -44,7 +45,9 @@ import smoke
 
 from remote_inference_py.hardware.feetech import (
     BoundedWaitPortHandler, FeetechBus, FeetechBusConfig)
-from remote_inference_py.testing.emulator import EmulatorProcess
+
+sys.path[:0] = [str(pathlib.Path(__file__).resolve().parents[1] / 'test')]
+from emulator import EmulatorProcess  # noqa: E402,I100 - test/ is not a package
 
 WIRE_BITS_PER_BYTE = 10
 BAUDRATE = 1_000_000

@@ -316,7 +316,7 @@ def offline(monkeypatch):
 @pytest.fixture
 def emulator():
     """Run the servo bus emulator with SHAFTS, as its own process on a pseudo-terminal."""
+    from emulator import EmulatorProcess
     from node_fixtures import SHAFTS
-    from remote_inference_py.testing.emulator import EmulatorProcess
     with EmulatorProcess(positions=SHAFTS, speed=4000.0) as process:
         yield process

@@ -18,8 +18,9 @@ import pytest
 
 from remote_inference_py.evaluation.task import (
     episode_seeds, in_region, JOINT_NAMES, LiftMonitor, TaskConfig, VISIBLE_REGION)
-from remote_inference_py.hardware.sim import (
-    build_spec, cube_position, enable_jaw_pads, JAW_PAD_GEOMS, SimConfig, So101Sim)
+from remote_inference_py.hardware.sim import SimConfig, So101Sim
+from remote_inference_py.hardware.sim_scene import (
+    build_spec, cube_position, enable_jaw_pads, JAW_PAD_GEOMS)
 
 
 def test_episode_seeds_are_deterministic_and_in_the_region():

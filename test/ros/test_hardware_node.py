@@ -24,6 +24,7 @@ interface. Deadlines only bound waiting; no assertion is about speed.
 import math
 import signal
 
+from emulator import EmulatorProcess
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
 from node_fixtures import (
@@ -33,7 +34,6 @@ import numpy as np
 import pytest
 from std_srvs.srv import Trigger
 
-from remote_inference_py.testing.emulator import EmulatorProcess
 
 TICK = 2 * math.pi / 4095
 

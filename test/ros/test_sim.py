@@ -28,9 +28,9 @@ from remote_inference.msg import HardwareInfo
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
-from remote_inference_py.hardware.sim import (
-    build_spec, cluster_vertices, cube_position, CUBE_SAMPLING_BOUNDS, SimConfig, SimError,
-    So101Sim)
+from remote_inference_py.hardware.sim import SimConfig, So101Sim
+from remote_inference_py.hardware.sim_scene import (
+    build_spec, cluster_vertices, cube_position, CUBE_SAMPLING_BOUNDS, SimError)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
 

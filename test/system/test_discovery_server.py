@@ -31,9 +31,8 @@ import shutil
 import subprocess
 import time
 
+from netns import Lan
 import pytest
-
-from remote_inference_py.testing.netns import Lan
 
 PROFILE = pathlib.Path(__file__).resolve().parents[1] / 'fastdds_udp_only.xml'
 STATUS = re.compile(r'^STATUS (\w+) .*chunks=(\d+) starved=(\d+) .*session=(\w*) ', re.M)

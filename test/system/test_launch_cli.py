@@ -29,6 +29,7 @@ import signal
 import subprocess
 
 from camera_sources import write_video
+from emulator import EmulatorProcess
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 import numpy as np
@@ -42,7 +43,6 @@ import yaml
 
 from remote_inference_py.analysis.summary import joint_vector
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
-from remote_inference_py.testing.emulator import EmulatorProcess
 from remote_inference_py.transport import qos
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

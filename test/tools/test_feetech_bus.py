@@ -20,6 +20,8 @@ stops it at the end. Deadlines below only bound polling loops; no test asserts s
 
 import time
 
+from emulator import (
+    build_packet, BusEmulator, EmulatedServo, EmulatorError, EmulatorProcess, PacketParser)
 import pytest
 from robot_fixtures import EXAMPLE, wait_for
 import scservo_sdk as scs
@@ -31,8 +33,6 @@ from remote_inference_py.hardware.feetech import (
 from remote_inference_py.hardware.feetech_link import IDENTIFY_ATTEMPTS, IDENTIFY_WINDOW_S
 from remote_inference_py.robot.calibration import Calibration
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
-from remote_inference_py.testing.emulator import (
-    build_packet, BusEmulator, EmulatedServo, EmulatorError, EmulatorProcess, PacketParser)
 
 IDS = {name: index + 1 for index, name in enumerate(SO101_JOINT_NAMES)}
 # The longest reply timeout the setting allows (about 200 ms), for tests that count the faults

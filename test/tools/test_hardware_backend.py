@@ -21,6 +21,7 @@ driven with its own thread as in the node. Deadlines only bound waiting.
 import logging
 import time
 
+from emulator import EmulatorProcess
 import numpy as np
 import pytest
 from robot_fixtures import EXAMPLE, wait_for
@@ -37,7 +38,6 @@ from remote_inference_py.hardware.sim import SimConfig
 from remote_inference_py.hardware.sim_backend import SimBackend
 from remote_inference_py.robot.calibration import Calibration, CalibrationError
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
-from remote_inference_py.testing.emulator import EmulatorProcess
 
 JOINTS = tuple(SO101_JOINT_NAMES)
 IDS = (1, 2, 3, 4, 5, 6)

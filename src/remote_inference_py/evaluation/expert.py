@@ -128,7 +128,7 @@ class ArmKinematics:
     def __init__(self):
         """Compile the sim's scene once (about 0.3 s) and find the joints and the site."""
         import mujoco
-        from remote_inference_py.hardware.sim import compile_scene, import_scene_module
+        from remote_inference_py.hardware.sim_scene import compile_scene, import_scene_module
         grasp_point_offset = import_scene_module('mujoco_env').grasp_point_offset
         self._mujoco = mujoco
         self.model = compile_scene()
@@ -156,7 +156,7 @@ class ArmKinematics:
 
     def grasp_point(self, q: np.ndarray) -> np.ndarray:
         """Return the point between the jaw pads [m] for joint positions ``q``."""
-        from remote_inference_py.hardware.sim import import_scene_module
+        from remote_inference_py.hardware.sim_scene import import_scene_module
         self._pose(q)
         return import_scene_module('ik_control').control_point(self.data, self.site,
                                                                self.offset)

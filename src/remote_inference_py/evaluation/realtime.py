@@ -45,7 +45,7 @@ from remote_inference_py.evaluation.settings import (
     Configuration, EvalSettings, PolicyChoice)
 from remote_inference_py.evaluation.stats import EpisodeResult
 from remote_inference_py.evaluation.task import LiftMonitor, TaskConfig
-from remote_inference_py.hardware.sim import cube_position
+from remote_inference_py.hardware.sim_scene import cube_position
 from remote_inference_py.transport.values import stamp_ns
 
 RUNNER = 'real-time'

@@ -96,7 +96,7 @@ class FrameRenderer:
                  mesh_cell_m: float = 0.004):
         """Compile the rendering copy of the scene (simplified meshes, no shadows)."""
         import mujoco
-        from remote_inference_py.hardware.sim import build_spec, simplify_meshes
+        from remote_inference_py.hardware.sim_scene import build_spec, simplify_meshes
         self._mujoco = mujoco
         spec = build_spec()
         if simplify:

@@ -21,7 +21,7 @@ drawn from a seed; it starts when the executor starts (time 0) and lasts at most
 ``time_limit_s``.
 
 - **Cube positions.** ``episode_seeds(base_seed, n)`` returns the first ``n`` seeds at or after
-  ``base_seed`` whose cube (:func:`~remote_inference_py.hardware.sim.cube_position`, the seed
+  ``base_seed`` whose cube (:func:`~remote_inference_py.hardware.sim_scene.cube_position`, the seed
   the hardware interface's ``sim_cube_seed`` takes) lies in ``cube_region``. The default region
   is the part of the sim's sampling box that the ``front`` camera sees whole (x <= 0.32 m; the
   camera does not see cubes beyond x = 0.35 m), so a camera policy can solve every episode.
@@ -32,14 +32,14 @@ drawn from a seed; it starts when the executor starts (time 0) and lasts at most
   stream of (time, cube z) samples, so the simulated-time runner (every physics read) and the
   real-node runner (``sim/cube_pose`` at 10 Hz) apply the same predicate.
 - **Jaw pads.** Grasps need the fingertip pads to collide; the simulation switches them on
-  itself (:func:`remote_inference_py.hardware.sim.enable_jaw_pads`).
+  itself (:func:`remote_inference_py.hardware.sim_scene.enable_jaw_pads`).
 """
 
 import dataclasses
 import math
 from typing import List, Optional, Sequence, Tuple
 
-from remote_inference_py.hardware.sim import (
+from remote_inference_py.hardware.sim_scene import (
     CUBE_HALF_SIZE_M, cube_position, CUBE_SAMPLING_BOUNDS)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 

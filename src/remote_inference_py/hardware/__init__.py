@@ -19,7 +19,8 @@ Pure: :mod:`.config` (frozen settings), :mod:`.backend` (the backend interface),
 :mod:`.feetech` (the servo bus driver over the Feetech SDK) composed of :mod:`.feetech_link`
 (retried transactions, counters, fault), :mod:`.feetech_groups` (sync read and write, status
 flags) and :mod:`.feetech_registers` (registers and calibration), and :mod:`.feetech_backend`,
-:mod:`.sim` (the MuJoCo SO-101 and its cameras) and :mod:`.sim_backend`, :mod:`.commands`
+:mod:`.sim` (the MuJoCo SO-101 and its cameras) on :mod:`.sim_scene` (the scene, its
+compiled-scene cache and the mesh simplification) and :mod:`.sim_backend`, :mod:`.commands`
 (limits, watchdog), :mod:`.runner` (the servo loop) composed of :mod:`.safety` (which commands
 reach the arm), :mod:`.lifecycle` (states, torque, fault, shutdown) and :mod:`.report` (status
 message, log, counters), :mod:`.cameras` (the real arm's USB cameras through OpenCV, one

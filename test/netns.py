@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-Several "hosts" on one machine, for tests and benchmarks.
+Several "hosts" on one machine, for tests and benchmarks (test support, not installed).
 
 A network namespace per host, all on one switch (a bridge in a namespace of its own), as a
 lab's machines on one Ethernet segment.

@@ -14,9 +14,11 @@
 
 """Feetech servo bus emulator on a pseudo-terminal, for tests and benchmarks.
 
-Run it in its own process::
+Test support, not part of the installed package: no user-facing feature runs it (the tests and
+``bench/bench_servo_bus.py`` do, with test/ on their import path). Run it in its own process
+(``./run shell`` has the package on the path)::
 
-    python -m remote_inference_py.testing.emulator --motors 1,2,3,4,5,6
+    python test/emulator.py --motors 1,2,3,4,5,6
 
 It prints the slave tty path (for example ``/dev/pts/7``) as its first stdout line; open that
 path with the real driver (``scservo_sdk`` over pyserial). :class:`EmulatorProcess` starts it
@@ -562,13 +564,13 @@ class EmulatorProcess:
 
     def start(self) -> 'EmulatorProcess':
         """Launch the emulator process and wait for its tty path."""
-        source_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-            __file__))))
+        source_root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                   'src')
         env = dict(os.environ)
         env['PYTHONPATH'] = os.pathsep.join(
             [source_root] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p])
         self.process = subprocess.Popen(
-            [sys.executable, '-m', 'remote_inference_py.testing.emulator', *self.args],
+            [sys.executable, os.path.abspath(__file__), *self.args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         try:
             self.port = self._readline()
