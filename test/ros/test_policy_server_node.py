@@ -333,8 +333,8 @@ def test_bad_checkpoints_and_devices_stop_start_up_with_a_named_error(tmp_path):
                     {'checkpoint': '/nonexistent/model.pt2'}),
         'actions': ('outputs 7 action values per step, but 6 action names are declared',
                     {'checkpoint': str(wrong_actions)}),
-        'device': ("device 'cuda' is not available", {'checkpoint': str(good),
-                                                      'device': 'cuda'}),
+        'device': ("device 'cuda' requested but torch.cuda.is_available() is False",
+                   {'checkpoint': str(good), 'device': 'cuda'}),
         'executor': ("REMOTE_INFERENCE_ROS_EXECUTOR='threads' is not one of events, single", {}),
     }
     executor_env = dict(os.environ, REMOTE_INFERENCE_ROS_EXECUTOR='threads')
