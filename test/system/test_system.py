@@ -216,9 +216,16 @@ def test_continuous_motion_below_the_horizon_and_more_actions_than_synchronous(s
         rates[mode] = (last.dispatched_ticks - first.dispatched_ticks) / elapsed
         held = last.held_ticks - first.held_ticks
         if mode == 'aligned':
-            assert held == 0, f'asynchronous held {held} ticks'
+            # The refill rule (docs/design.md): a chunk lands before the plan runs out
+            # unless its turnaround exceeds the refill margin less one action period. So a
+            # hold is a failure unless the executor's own turnarounds show such a chunk
+            # (a host stalled beyond the margin: the rule, not a bug, explains it).
+            beyond = last.max_turnaround_s > MARGIN['refill_seconds'] - 1 / 30
+            assert held == 0 or beyond, (
+                f'asynchronous held {held} ticks with every turnaround within the margin '
+                f'(max {last.max_turnaround_s:.3f} s)')
             assert last.state_name == 'RUNNING'
-            assert last.starved_ticks == first.starved_ticks == 0
+            assert last.starved_ticks - first.starved_ticks == held
             assert last.chunks_accepted - first.chunks_accepted >= 3
             assert last.chunks_dropped == 0
             assert rates[mode] > 25.0, f'dispatched {rates[mode]:.1f} actions/s at 30 Hz'

@@ -293,7 +293,7 @@ class ExecutorNode(Node):
         self.carry_out(self.sup.tick(now, self._io()))
 
     def _io(self):
-        """Read what came back of the calls in flight and the chosen server's matches."""
+        """Read what came back of the calls in flight (and, while admitting, the graph)."""
         server = self.sup.server
         reply = self.admission_call.result() if self.admission_call is not None \
             and self.admission_call.done() else None
@@ -303,6 +303,8 @@ class ExecutorNode(Node):
             ask = (queries.Reply(False, 'policy/ask failed') if result is None else
                    queries.Reply(result.success, result.message, result.answer,
                                  result.generate_ms, result.observation_missing))
+        if self.sup.admission.done:   # no graph queries on the tick once admitted
+            return sv.Io(ready={}, answers={}, reply=reply, ask_reply=ask)
         return sv.Io(
             ready={c: client.service_is_ready()
                    for c, client in self.capabilities_clients.items()},
