@@ -67,7 +67,9 @@ def test_every_close_reason_names_why_a_late_chunk_is_dropped(closure, reason):
     table.close(1, closure)
     assert table.closure(1).why is closure.why
     assert table.answer(1, 5.0) == (None, None, reason)
-    assert len(table) == 1 and table.turnaround.sample_count == 0   # no sample from it
+    # No sample from it, but from a request drained at a wait (below: the late one).
+    drained = closure.why is Closed.DRAINED
+    assert len(table) == 1 and table.turnaround.sample_count == int(drained)
 
 
 def test_an_unknown_request_names_those_in_flight():
@@ -190,3 +192,22 @@ def test_an_order_carries_the_committed_plan_only_for_an_rtc_refill():
     assert order.kind == 'refill' and order.plan is None
     order = RequestTable().order(0.1, rtc, timeline, waiting_since=0.0)
     assert order.kind == 'startup' and order.plan is None
+
+
+def test_a_chunk_answering_a_request_drained_at_a_wait_still_gives_its_turnaround():
+    # The refill was sent at 0.0; the plan ran out at 0.5 (the wait drained it); the chunk
+    # came at 0.62. Too late to play, but exactly the latency the next refill must cover.
+    table = table_with(1)
+    assert table.answer(1, 0.33)[0] is not None          # an earlier turnaround: 0.33 s
+    table.open(1.0, 0.9, 0.6, Kind.REFILL)
+    table.close_all(Closure(Closed.DRAINED, 1.5))
+    request, turnaround, why = table.answer(2, 1.62)
+    assert request is None and why.startswith('stale: answers request 2, which was drained')
+    assert table.turnaround.recent_max_s == pytest.approx(0.62)
+    assert table.effective_refill(CONFIG) == pytest.approx(0.62 + 1 / FPS)
+    assert table.answer(2, 1.7)[0] is None                # a copy: sampled once
+    assert table.turnaround.recent_max_s == pytest.approx(0.62)
+    table.open(2.0, 1.9, 0.6, Kind.REFILL)                # any other closure: no sample
+    table.close_all(Closure(Closed.TIMED_OUT, 4.0, timeout_s=2.0))
+    table.answer(3, 9.0)
+    assert table.turnaround.recent_max_s == pytest.approx(0.62)

@@ -216,11 +216,14 @@ def test_continuous_motion_below_the_horizon_and_more_actions_than_synchronous(s
         rates[mode] = (last.dispatched_ticks - first.dispatched_ticks) / elapsed
         held = last.held_ticks - first.held_ticks
         if mode == 'aligned':
-            # The refill rule (docs/design.md): a chunk lands before the plan runs out
-            # unless its turnaround exceeds the refill margin less one action period. So a
-            # hold is a failure unless the executor's own turnarounds show such a chunk
-            # (a host stalled beyond the margin: the rule, not a bug, explains it).
-            beyond = last.max_turnaround_s > MARGIN['refill_seconds'] - 1 / 30
+            # The refill rule (docs/design.md): a refill goes out once the plan left is at
+            # most the refill (checked each tick) and its chunk plays from its capture (up to
+            # one action period before sending), so it lands in time unless its turnaround
+            # exceeds the refill less two periods. A hold is a failure unless the executor's
+            # own turnarounds (a late chunk's included) show one beyond that: a stalled host,
+            # which the rule explains, not a bug. A loaded CI run held 13 ticks after a 0.55 s
+            # turnaround (the server waited 0.2 s for a fresh camera frame).
+            beyond = last.max_turnaround_s > MARGIN['refill_seconds'] - 2 / 30
             assert held == 0 or beyond, (
                 f'asynchronous held {held} ticks with every turnaround within the margin '
                 f'(max {last.max_turnaround_s:.3f} s)')

@@ -17,7 +17,8 @@ The ``main()`` every node of this package shares.
 
 A robot node must not die on Ctrl+C with torque in an unknown state, so SIGINT, SIGTERM and
 SIGHUP do not raise inside a callback. The first of them calls ``node.request_stop(reason)``
-and the node finishes on its own terms (the executor returns the arm to its initial position,
+(one that comes while the node is still being made, once it exists) and the node finishes on
+its own terms (the executor returns the arm to its initial position,
 the hardware interface keeps applying its commands meanwhile, then holds and disables torque);
 the loop ends when ``node.finished`` is true.
 
@@ -193,6 +194,7 @@ def run_node(node_factory, args=None, config_errors=()):
     node = None
     signals = StopSignals()
     interrupted = []
+    starting = []   # a stop signal that came while the node was being made
     stop_spinning = threading.Event()
 
     def on_signal(signum, _frame):
@@ -200,9 +202,12 @@ def run_node(node_factory, args=None, config_errors=()):
         decision = signals.decide(signum)
         if interrupted:
             return   # cleaning up already: nothing may cut that short
-        if decision == 'interrupt' or node is None:
+        if decision == 'interrupt':
             interrupted.append(name)
             raise KeyboardInterrupt
+        if node is None:   # still starting: the stop waits for the node (its stop path)
+            starting.append(name)
+            return
         if decision == 'stop':
             node.request_stop(f'received {name}')
         else:
@@ -218,6 +223,8 @@ def run_node(node_factory, args=None, config_errors=()):
     try:
         spinning = make_ros_executor()
         node = node_factory()
+        if starting:
+            node.request_stop(f'received {starting[0]} while starting')
         # What starting made (modules, the model, the node) lives as long as the process:
         # keep the collector from walking it again. A full collection over it stopped a node
         # for ~90 ms with torch imported (200k objects; longer on a loaded machine), which is

@@ -68,7 +68,8 @@ The rules in detail (docs/design.md explains why):
   `requests.RETRY_PAUSE_MAX_S`; an answer ends the streak. A refusal that retrying cannot
   change is no failure: the caller reports it as the server lost (`server_lost`).
   Turnaround samples come from every chunk that answers the in-flight request, even one dropped
-  for its content: a late, unusable chunk is exactly the latency the refill must cover.
+  for its content, and from a chunk answering a request drained when a wait began (it came
+  too late to play): a late, unusable chunk is exactly the latency the refill must cover.
 - Committed plan (rtc merge, docs/design.md section 11). A refill request carries the targets
   from its capture on (`RequestOrder.plan`): the committed target and the buffered plan. Its
   first `frozen_steps` rows are the ones the robot will execute before the chunk can land, from

@@ -20,7 +20,9 @@ failed on the server, abandoned when the server was lost or at shutdown. A close
 typed :class:`Closure`, never a string parsed back; :meth:`RequestTable.answer` turns it into
 the reason a late chunk is dropped with. The table also owns the turnaround samples (every
 chunk answering a request in flight gives one, even one dropped for its content), what the
-requests in flight will cover (the chunk horizon) and the pause after a failed request (a
+requests in flight will cover (the chunk horizon; a chunk answering a request drained when
+a wait began still gives its turnaround: it came too late, and that is the latency the refill
+must cover next time) and the pause after a failed request (a
 bounded backoff: the pause doubles with every failure in a row, from the caller's base up to
 :data:`RETRY_PAUSE_MAX_S`, and an answered request ends the streak), and from these says when
 the next request is due and what it asks for (:meth:`RequestTable.due`):
@@ -138,6 +140,7 @@ class RequestTable:
         """Create an empty table; the first request gets id 1."""
         self._in_flight = OrderedDict()    # request_id -> Request
         self._closed = OrderedDict()       # request_id -> Closure, oldest first
+        self._drained = OrderedDict()      # request_id -> its Request, drained at a wait
         self._next_id = 1
         self._not_before = -math.inf
         self.failures_in_a_row = 0
@@ -169,10 +172,14 @@ class RequestTable:
 
     def close(self, request_id: int, closure: Closure) -> None:
         """Close a request in flight (KeyError if it is not) and remember why."""
-        del self._in_flight[request_id]
+        request = self._in_flight.pop(request_id)
         self._closed[request_id] = closure
         while len(self._closed) > CLOSED_REQUESTS_KEPT:
             self._closed.popitem(last=False)
+        if closure.why is Closed.DRAINED:
+            self._drained[request_id] = request
+            while len(self._drained) > CLOSED_REQUESTS_KEPT:
+                self._drained.popitem(last=False)
 
     def close_all(self, closure: Closure, before: int | None = None) -> list:
         """Close the requests in flight (those older than request `before`); return their ids."""
@@ -212,6 +219,10 @@ class RequestTable:
         """
         request = self._in_flight.get(request_id)
         if request is None:
+            drained = self._drained.pop(request_id, None)
+            if drained is not None:   # its lateness began the wait: the refill must cover it
+                self.turnaround.add(max(0.0, now - drained.sent_time),
+                                    steady=drained.kind.steady)
             return None, None, self._why_not_in_flight(request_id)
         turnaround = now - request.sent_time
         self.failures_in_a_row = 0
