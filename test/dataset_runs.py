@@ -238,3 +238,16 @@ def write_bag(path, spec=None):
             connections[topic] = writer.add_connection(topic, kind, typestore=store)
         writer.write(connections[topic], receive, store.serialize_cdr(value, kind))
     writer.close()
+
+
+def feed_live(builder, spec=None):
+    """Feed a run's messages to `builder` as the live recorder receives them; return events."""
+    from remote_inference_py.analysis.dataset_rows import feed, image_array
+    events = []
+    for topic, _, msg in run_messages(spec):
+        if topic == '/cameras/front/image_raw':
+            events += builder.image('front', msg.header.stamp.sec * 10**9
+                                    + msg.header.stamp.nanosec, image_array(msg, False))
+        else:
+            events += feed(builder, topic, msg)
+    return events + builder.finish()

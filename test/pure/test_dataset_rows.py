@@ -15,13 +15,13 @@
 """The dataset rows of a run: dispatched ticks only, tasks as dispatched, cameras lost."""
 
 from dataset_runs import (
-    capabilities, expected_rows, feature, frame_pixels, PERIOD, run_messages, SEMANTICS, Spec,
-    T0, TASK_1, TASK_2)
+    capabilities, expected_rows, feature, feed_live, frame_pixels, PERIOD, SEMANTICS, Spec, T0,
+    TASK_1, TASK_2)
 import numpy as np
 import pytest
 
 from remote_inference_py.analysis.dataset_rows import (
-    EpisodeEnd, feed, image_array, Row, RowBuilder, schema_from_capabilities, SchemaError)
+    EpisodeEnd, Row, RowBuilder, schema_from_capabilities, SchemaError)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.robot.units import JointConverter
 
@@ -34,14 +34,7 @@ def schema(width=64, notes=None):
 def build(spec=None, **kwargs):
     """Feed the run's messages, as the live recorder receives them; return events, builder."""
     builder = RowBuilder(schema(), **kwargs)
-    events = []
-    for topic, _, msg in run_messages(spec):
-        if topic == '/cameras/front/image_raw':
-            events += builder.image('front', msg.header.stamp.sec * 10**9
-                                    + msg.header.stamp.nanosec, image_array(msg, False))
-        else:
-            events += feed(builder, topic, msg)
-    return events + builder.finish(), builder
+    return feed_live(builder, spec), builder
 
 
 def test_schema_is_named_and_shaped_as_the_policy_inputs():

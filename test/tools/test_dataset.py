@@ -24,7 +24,7 @@ import os
 import subprocess
 
 from dataset_runs import (
-    capabilities, expected_rows, FPS, frame_pixels, PERIOD, run_messages, SEMANTICS, Spec, T0,
+    capabilities, expected_rows, feed_live, FPS, frame_pixels, PERIOD, SEMANTICS, Spec, T0,
     write_bag)
 import numpy as np
 import pytest
@@ -32,7 +32,7 @@ import pytest
 from remote_inference_py.analysis import dataset_writer
 from remote_inference_py.analysis.dataset_bag import bag_events, write_dataset
 from remote_inference_py.analysis.dataset_rows import (
-    feed, image_array, Row, RowBuilder, schema_from_capabilities)
+    Row, RowBuilder, schema_from_capabilities)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 os.environ['HF_HUB_OFFLINE'] = '1'
@@ -59,15 +59,7 @@ def radians():
 
 def live_rows(spec=None):
     """Rows from the messages in the order the live recorder receives them."""
-    builder = RowBuilder(schema(spec.width if spec else 64))
-    events = []
-    for topic, _, msg in run_messages(spec):
-        if topic == '/cameras/front/image_raw':
-            events += builder.image('front', msg.header.stamp.sec * 10**9
-                                    + msg.header.stamp.nanosec, image_array(msg, False))
-        else:
-            events += feed(builder, topic, msg)
-    return events + builder.finish()
+    return feed_live(RowBuilder(schema(spec.width if spec else 64)), spec)
 
 
 def load(folder):
