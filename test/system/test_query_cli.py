@@ -16,9 +16,9 @@
 docs/ask.md's ``ros2 action send_goal /executor/query ...``, typed as a user types it.
 
 The executor, the policy server (scripted expert) and a kinematic arm run as processes; the
-real ``ros2 action`` tool asks a question while the arm moves and prints the answer. Skips
-(fails with RI_REQUIRE_ROS2_ACTION=1) when the ROS 2 tools have no ``ros2 action`` (ros2action):
-the command-line tools CI installs do not include it.
+real ``ros2 action`` tool asks a question while the arm moves and prints the answer. Fails
+when the ROS 2 tools have no ``ros2 action`` (ros2action) and RI_REQUIRE_ROS2_CLI=1 (as CI
+runs: the tools it installs include it) or RI_REQUIRE_ROS2_ACTION=1; skips otherwise.
 """
 
 import os
@@ -37,9 +37,9 @@ from remote_inference_py.transport import qos
 SERVER = {'deployment': 'test', 'policy_type': 'python', 'semantics': 'si-radians-v1',
           'checkpoint': 'remote_inference_py.evaluation.expert:expert_runtime',
           'warmup_iterations': 1}
-# The command-line tools CI installs (ros2 launch, param, service, topic, node, ...) have no
-# `ros2 action`: RI_REQUIRE_ROS2_CLI=1 requires those, RI_REQUIRE_ROS2_ACTION=1 this one too.
-REQUIRE_ACTION_VARIABLE = 'RI_REQUIRE_ROS2_ACTION'
+# The command-line tools CI installs include `ros2 action`: RI_REQUIRE_ROS2_CLI=1 (CI) requires
+# it like the others, RI_REQUIRE_ROS2_ACTION=1 requires this one alone.
+REQUIRE_VARIABLES = ('RI_REQUIRE_ROS2_CLI', 'RI_REQUIRE_ROS2_ACTION')
 HINT = ("'ros2 action' is not installed: install ros2action (ros2/ros2cli 0.36.1, beside "
         'ros2topic and ros2service) into the venv, or source a ROS 2 install')
 
@@ -52,8 +52,9 @@ def ros2_action():
         yield ros2
         subprocess.run([ros2, 'daemon', 'stop'], capture_output=True, timeout=30)
         return
-    if os.environ.get(REQUIRE_ACTION_VARIABLE) == '1':
-        pytest.fail(f'{REQUIRE_ACTION_VARIABLE}=1 but {HINT}')
+    required = [name for name in REQUIRE_VARIABLES if os.environ.get(name) == '1']
+    if required:
+        pytest.fail(f'{required[0]}=1 but {HINT}')
     pytest.skip(HINT)
 
 
