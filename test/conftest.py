@@ -165,9 +165,14 @@ def ros(ros_context, request):
     executor = SingleThreadedExecutor(context=ros_context)
     executor.add_node(node)
     yield node, Spinner(executor)
+    # Bounded like the nodes' (node_main.destroy_bounded): Fast DDS 3.2 can deadlock tearing
+    # endpoints down (docs/tests.md); a worker stuck there names it, prints every stack and
+    # exits after TEARDOWN_BOUND_S, so pytest-xdist reports this test as crashed at once
+    # instead of the stuck-test bound ending the worker 15 minutes later.
+    from remote_inference_py.common.node_main import destroy_bounded
     executor.remove_node(node)
     executor.shutdown()
-    node.destroy_node()
+    destroy_bounded(node)
 
 
 # On a pytest-xdist worker, a test that runs lanes.STUCK_TEST_S at normal priority is stuck: its
