@@ -71,7 +71,6 @@ BACKGROUND_FILES = (
     'test/pure/test_flow_head.py',
     'test/pure/test_policy_runtimes.py',
     'test/tools/test_dataset.py',
-    'test/system/test_closed_loop.py',
     'test/tools/test_gpu_path.py',
     'test/pure/test_policy_devices.py',
 )

@@ -18,7 +18,8 @@ Print every executor status as one line.
 For tests that cannot observe from their own process (e.g. the robot side runs in another
 network namespace).
 
-Line format: ``STATUS <state_name> ticks=<n> chunks=<n> starved=<n> dropped=<n> msg=<text>``.
+Line format: ``STATUS <state_name> ticks=<n> dispatched=<n> chunks=<n> starved=<n> dropped=<n>
+presence=<p> seen=<s> maxturn=<s> session=<id> msg=<text>``.
 """
 
 
@@ -42,7 +43,7 @@ class StatusPrinter(Node):
               f'chunks={msg.chunks_accepted} '
               f'starved={msg.starved_ticks} dropped={msg.chunks_dropped} '
               f'presence={msg.server_presence} seen={msg.server_last_seen_s:.2f} '
-              f'session={msg.session_id} msg={msg.message}',
+              f'maxturn={msg.max_turnaround_s:.3f} session={msg.session_id} msg={msg.message}',
               flush=True)
 
 

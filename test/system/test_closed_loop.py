@@ -18,6 +18,11 @@ import json
 import os
 import subprocess
 import sys
+import time
+
+import pytest
+
+from remote_inference_py.evaluation import closed_loop
 
 
 def test_record_train_serve_runs_end_to_end(tmp_path):
@@ -26,7 +31,7 @@ def test_record_train_serve_runs_end_to_end(tmp_path):
     done = subprocess.run([sys.executable, '-m', 'remote_inference_py.evaluation.closed_loop',
                            '--out', str(tmp_path), '--episodes', '2', '--steps', '2',
                            '--seconds', '4'], capture_output=True, text=True, env=env,
-                          timeout=900)
+                          timeout=960)   # a backstop: each step has its own named bound
     assert done.returncode == 0, done.stdout + done.stderr
     info = json.loads((tmp_path / 'dataset' / 'meta' / 'info.json').read_text())
     assert info['total_episodes'] == 2 and info['total_frames'] > 100
@@ -35,3 +40,22 @@ def test_record_train_serve_runs_end_to_end(tmp_path):
     assert 'closed_loop: served' in done.stdout and 'chunks accepted' in done.stdout
     log = (tmp_path / 'serve' / 'policy_server.log').read_text()
     assert 'act' in log.lower()
+
+
+def test_a_step_past_its_bound_is_named_and_ended_with_its_processes(tmp_path):
+    pid_file = tmp_path / 'grandchild'
+    script = ('import subprocess, sys, time; '
+              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+              f"open({str(pid_file)!r}, 'w').write(str(child.pid)); time.sleep(600)")
+    with pytest.raises(RuntimeError, match=r'^hanging step did not end within 2 s'):
+        closed_loop.run(['-c', script], 'hanging step', 2.0)
+    grandchild = int(pid_file.read_text())
+    for _ in range(100):            # the group was killed; the orphan is reaped by init
+        if not os.path.exists(f'/proc/{grandchild}') or \
+                open(f'/proc/{grandchild}/stat').read().split()[2] == 'Z':
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f'process {grandchild} of the step outlived it')
+    with pytest.raises(RuntimeError, match=r'^failing step failed \(exit 3\)'):
+        closed_loop.run(['-c', 'raise SystemExit(3)'], 'failing step', 60.0)

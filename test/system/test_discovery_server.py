@@ -19,7 +19,8 @@ client (``ROS_DISCOVERY_SERVER``), over UDP only.
 
 Nothing is discovered before the discovery server runs; once it does, the executor is admitted
 and the arm moves. The discovery server then crashes and a new instance starts a second later:
-the session carries on without a starved tick (data never went through the discovery server),
+the session carries on without a starved tick beyond the refill rule (data never went through
+the discovery server),
 and a participant started after the restart (the real ``ros2 node list`` as a super client on
 the discovery host) sees the whole graph through the new instance.
 """
@@ -35,7 +36,10 @@ from netns import Lan
 import pytest
 
 PROFILE = pathlib.Path(__file__).resolve().parents[1] / 'fastdds_udp_only.xml'
-STATUS = re.compile(r'^STATUS (\w+) .*chunks=(\d+) starved=(\d+) .*session=(\w*) ', re.M)
+STATUS = re.compile(
+    r'^STATUS (\w+) .*chunks=(\d+) starved=(\d+) .*maxturn=([\d.]+) session=(\w*) ', re.M)
+REFILL_S = 0.6      # a refill margin well above the scripted server's 0.1 s
+FPS = 30.0
 
 
 @pytest.fixture
@@ -82,7 +86,7 @@ def test_the_system_discovers_through_the_server_and_survives_its_restart(lan, p
     executor = processes.console_script(
         'executor', node_name='executor', prefix=lan.prefix('robot'), env=env,
         params={'deployment': 'test', 'autostart': True, 'return_speed_rad_s': 1.0,
-                'max_step_rad': 0.5, 'admission_timeout_s': 60.0})
+                'max_step_rad': 0.5, 'admission_timeout_s': 60.0, 'refill_seconds': REFILL_S})
     # Clients never announce themselves to each other: without the server, not even the
     # printer next to the executor on the same host sees its status.
     time.sleep(3.0)
@@ -91,6 +95,7 @@ def test_the_system_discovers_through_the_server_and_survives_its_restart(lan, p
     first = discovery_server()
     printer.wait_for_output(r'STATUS RUNNING .*chunks=([3-9]|\d\d)', timeout=60)
 
+    seen_before = len(STATUS.findall(printer.output()))
     before = STATUS.findall(printer.output())[-1]
     first.kill()
     time.sleep(1.0)
@@ -104,7 +109,14 @@ def test_the_system_discovers_through_the_server_and_survives_its_restart(lan, p
         after = STATUS.findall(printer.output())[-1]
     states = {line[0] for line in STATUS.findall(printer.output())}
     assert after[0] == 'RUNNING' and int(after[1]) >= int(before[1]) + 5, after
-    assert 'FAULT' not in states and after[3] == before[3], 'the session did not carry on'
-    assert after[2] == before[2], f'starved ticks while the discovery server restarted: {after}'
+    assert 'FAULT' not in states and after[4] == before[4], 'the session did not carry on'
+    # The refill rule (docs/design.md): a chunk lands in time unless its turnaround exceeds
+    # the refill less two action periods. A starved tick is a failure unless the executor's
+    # own turnarounds over the restart show one beyond that: a stalled host, not a lost path.
+    starved = int(after[2]) - int(before[2])
+    worst = max(float(line[3]) for line in STATUS.findall(printer.output())[seen_before - 1:])
+    assert starved == 0 or worst > REFILL_S - 2 / FPS, (
+        f'{starved} starved ticks while the discovery server restarted, every turnaround '
+        f'within the margin (max {worst:.3f} s): {after}')
     assert 'policy server lost' not in executor.output()
     assert executor.stop() == 0

@@ -24,16 +24,29 @@ from remote_inference_py.evaluation.settings import (
     Configuration, EvalSettings, resolve_policy)
 from remote_inference_py.evaluation.task import episode_seeds, TaskConfig
 
-# Differences expected between the runners: the completion time is read from the 10 Hz cube
-# pose (0.1 s steps), the real system adds DDS delays, the expert's compute time (~8 ms per
-# chunk) and timer jitter. Measured on the project's machines over 48 episode pairs (all
-# modes, L = 0..0.6 s): real - simulated = -0.01 s on average, 0.06 s standard deviation,
-# 0.17 s at most.
+# Differences expected between the runners on a host that keeps its timing: the completion
+# time is read from the 10 Hz cube pose (0.1 s steps), the real system adds DDS delays, the
+# expert's compute time (~8 ms per chunk) and timer jitter. Measured on the project's machines
+# over 48 episode pairs (all modes, L = 0..0.6 s): real - simulated = -0.01 s on average,
+# 0.06 s standard deviation, 0.17 s at most.
 TOLERANCE_S = 0.4
+
+
+def stall_s(live, sim, tick_rate):
+    """Return the time a stalled host cost the real episode, from its executor's counters.
+
+    A tick the timer missed, or one held beyond those the simulated run held (the arm waited
+    for a chunk), delays the real arm by one tick period; a loaded CI run once finished 1.5 s
+    after its simulated twin.
+    """
+    extra = live.skipped_ticks + max(0, live.held_ticks - sim.held_ticks)
+    return extra / tick_rate
 
 
 def test_real_nodes_and_simulated_time_agree_on_a_small_matrix(tmp_path):
     settings = EvalSettings.load()
+    config = settings.executor_config('aligned')
+    tick_rate = config.fps * config.interpolation_multiplier
     policy = resolve_policy('expert')
     task = TaskConfig(time_limit_s=9.0)
     matrix = [Configuration('sync', 0.3), Configuration('aligned', 0.3)]
@@ -46,12 +59,16 @@ def test_real_nodes_and_simulated_time_agree_on_a_small_matrix(tmp_path):
         where = f'{live.mode} L={live.latency_s} seed {live.seed}'
         assert not live.error, f'{where}: {live.error}'
         assert live.success and sim.success, where
-        assert abs(live.completion_time_s - sim.completion_time_s) <= TOLERANCE_S, (
+        late = live.completion_time_s - sim.completion_time_s
+        slack = stall_s(live, sim, tick_rate)
+        assert -TOLERANCE_S <= late <= TOLERANCE_S + slack, (
             f'{where}: real {live.completion_time_s:.2f} s, simulated '
-            f'{sim.completion_time_s:.2f} s')
+            f'{sim.completion_time_s:.2f} s ({live.skipped_ticks} ticks skipped, '
+            f'{live.held_ticks} vs {sim.held_ticks} held: {slack:.2f} s of stalls)')
         assert live.chunks_dropped == 0 and live.runner == 'real-time'
     sync, aligned = real
-    assert aligned.completion_time_s < sync.completion_time_s, 'async hides the latency'
+    unstalled = aligned.completion_time_s - stall_s(aligned, simulated[1], tick_rate)
+    assert unstalled < sync.completion_time_s, 'async hides the latency'
 
 
 def test_each_episode_starts_the_nodes_with_its_overrides():

@@ -25,7 +25,9 @@ The loop closed offline: record, train with LeRobot, serve. ``closed_loop --out 
    (the units the dataset was recorded in, from its ``meta/remote_inference.json``).
 
 It must run end to end; a few training steps are not expected to pick the cube. Exit 0 when
-every step ran and the served policy's chunks reached the executor.
+every step ran and the served policy's chunks reached the executor; exit 1 naming the step
+that failed or ran past its bound (:data:`STEP_TIMEOUT_S`, about eight times what a step takes
+on a quiet 2-core machine), its processes ended with it.
 
 Two things LeRobot 0.4.4's trainer needs that the pinned set does not install are given to its
 process only: its module imports ``termcolor`` to colour log lines (a stand-in that returns the
@@ -36,8 +38,10 @@ loading a dataset; docs/recording.md).
 
 import argparse
 import json
+import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 import types
@@ -45,14 +49,30 @@ import types
 REPO_ID = 'local/closed_loop'
 
 
-def run(args, what):
-    """Run a step; return its stdout, or raise RuntimeError naming the step."""
+STEP_TIMEOUT_S = {'record': 240.0, 'train': 400.0, 'serve': 200.0}
+"""Each step's bound [s] (the serve step's adds ``--seconds``): a step that hangs is named."""
+
+
+def run(args, what, timeout_s, check=True):
+    """Run a step in a process group of its own; return it done, or raise RuntimeError.
+
+    A step still running after ``timeout_s`` is ended with its whole group (the demo's nodes
+    with it) and named; with ``check``, so is a step that exits non-zero.
+    """
     print(f'closed_loop: {what}', flush=True)
-    done = subprocess.run([sys.executable, *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f'{what} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n'
-                           f'{done.stderr[-3000:]}')
-    return done.stdout
+    process = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        raise RuntimeError(f'{what} did not end within {timeout_s:.0f} s:\n{stdout[-3000:]}\n'
+                           f'{stderr[-3000:]}')
+    if check and process.returncode != 0:
+        raise RuntimeError(f'{what} failed (exit {process.returncode}):\n{stdout[-3000:]}\n'
+                           f'{stderr[-3000:]}')
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def train(dataset, output, steps, chunk):
@@ -98,19 +118,20 @@ def main(argv=None):
             said = run(['-m', 'remote_inference_py.demo', '--dataset', str(dataset),
                         '--repo-id', REPO_ID, '--no-video',
                         '--out', str(out / f'record_{episode}')],
-                       f'recording episode {episode} with the scripted expert')
+                       f'recording episode {episode} with the scripted expert',
+                       STEP_TIMEOUT_S['record']).stdout
             print('  ' + next((line for line in said.splitlines()
                                if line.startswith('demo: dataset')), 'no dataset line'))
         run(['-m', 'remote_inference_py.evaluation.closed_loop', '--out', str(out),
              '--steps', str(options.steps), '--chunk', str(options.chunk), '--train-only'],
-            f'training ACT for {options.steps} steps with LeRobot')
+            f'training ACT for {options.steps} steps with LeRobot', STEP_TIMEOUT_S['train'])
         folder = output / 'checkpoints' / 'last' / 'pretrained_model'
         units = json.loads((dataset / 'meta' / 'remote_inference.json').read_text())['units']
-        served = subprocess.run(
-            [sys.executable, '-m', 'remote_inference_py.demo', '--policy', str(folder),
-             '--semantics', units['action'], '--seconds', str(options.seconds),
-             '--latency', '0.05', '--no-video', '--out', str(out / 'serve')],
-            capture_output=True, text=True)
+        served = run(['-m', 'remote_inference_py.demo', '--policy', str(folder),
+                      '--semantics', units['action'], '--seconds', str(options.seconds),
+                      '--latency', '0.05', '--no-video', '--out', str(out / 'serve')],
+                     f'serving {folder} ({units["action"]})',
+                     STEP_TIMEOUT_S['serve'] + options.seconds, check=False)
         print(f'closed_loop: served {folder} ({units["action"]})')
     except (RuntimeError, OSError, KeyError, ValueError) as error:
         print(f'closed_loop: {error}', file=sys.stderr)

@@ -328,5 +328,5 @@ def _fill_counters(result: EpisodeResult, statuses: List) -> None:
     last = statuses[-1]
     result.executor_state = last.state_name
     for field in ('requests', 'chunks_accepted', 'chunks_dropped', 'held_ticks',
-                  'starved_ticks'):
+                  'starved_ticks', 'skipped_ticks'):
         setattr(result, field, int(getattr(last, field)))

@@ -56,6 +56,7 @@ class EpisodeResult:
     chunks_dropped: int = 0
     held_ticks: int = 0
     starved_ticks: int = 0
+    skipped_ticks: int = 0     # ticks the executor's timer missed (a stalled host; real time)
     seam_mean_rad: Optional[float] = None   # mean largest joint jump where a chunk took over
     seam_max_rad: Optional[float] = None    # (the first chunk, which starts from rest, excluded)
     executor_state: str = ''
