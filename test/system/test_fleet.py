@@ -28,10 +28,12 @@ import pytest
 from remote_inference.msg import ExecutorStatus
 from ros2_cli import Launch, ros2_or_skip
 from ros_fixtures import clean_dead_segments
+from timing_rules import grid_hz, refill_rule_explains
 
 from remote_inference_py.transport import qos
 
 ROBOTS = [f'robot_{i}' for i in range(4)]
+FPS, REFILL_S = 30.0, 0.2     # the fleet's (shipped defaults)
 
 
 @pytest.fixture
@@ -48,11 +50,28 @@ class Fleet:
     def __init__(self, ros):
         self.node, self.spinner = ros
         self.status = {}
+        self.worst_turnaround_s = dict.fromkeys(ROBOTS, 0.0)   # since the last reset
         self.subscriptions = [
             self.node.create_subscription(
                 ExecutorStatus, f'/{robot}/executor/status',
-                lambda msg, r=robot: self.status.__setitem__(r, msg), qos.LATCHED)
+                lambda msg, r=robot: self.on_status(r, msg), qos.LATCHED)
             for robot in ROBOTS]
+
+    def on_status(self, robot, msg):
+        self.status[robot] = msg
+        self.worst_turnaround_s[robot] = max(self.worst_turnaround_s[robot],
+                                             msg.max_turnaround_s)
+
+    def steady(self, robot, before, what):
+        """Check the robot's run since status `before`: its grid, and starves by the rule."""
+        status = self.status[robot]
+        starved = status.starved_ticks - before.starved_ticks
+        worst = self.worst_turnaround_s[robot]
+        assert starved == 0 or refill_rule_explains(worst, REFILL_S, FPS), (
+            f'{robot} {what}: {starved} starved ticks, every turnaround within the refill '
+            f'(max {worst:.3f} s): {status.message}')
+        grid = grid_hz(before, status)
+        assert abs(grid - FPS) < 0.3, f'{robot} {what}: {grid:.2f} Hz (ticks and skipped)'
 
     def states(self):
         return {r: self.status[r].state_name if r in self.status else '' for r in ROBOTS}
@@ -82,10 +101,6 @@ def server_process(launch, server):
     raise AssertionError(f'no policy server process in /{server}')
 
 
-def seconds(stamp):
-    return stamp.sec + stamp.nanosec * 1e-9
-
-
 def test_four_robots_two_servers_then_one_server_dies(ros2, ros, tmp_path):
     fleet = Fleet(ros)
     launch = Launch(ros2, ['robots:=4', 'servers:=2'], tmp_path / 'fleet.log',
@@ -101,22 +116,20 @@ def test_four_robots_two_servers_then_one_server_dies(ros2, ros, tmp_path):
             servers
         for robot in ROBOTS:
             assert fleet.status[robot].server_choice, robot   # what was found, on the status
+        # Judged on each executor's own stamps and counters (test/timing_rules.py).
         before = {r: fleet.status[r] for r in ROBOTS}
+        fleet.worst_turnaround_s = dict.fromkeys(ROBOTS, 0.0)
         fleet.spinner.spin_for(4.0)
         for robot in ROBOTS:
-            status = fleet.status[robot]
-            assert status.starved_ticks == 0, (robot, status.message)
-            # The rate on the executor's own clock (its status stamps), not this process's.
-            elapsed = seconds(status.header.stamp) - seconds(before[robot].header.stamp)
-            rate = (status.dispatched_ticks - before[robot].dispatched_ticks) / elapsed
-            assert 25.0 < rate < 35.0, (robot, rate)   # 30 Hz, generous bounds (shared host)
-            assert abs(status.tick_period_p50_s - 1 / 30) < 0.005, (robot, status)
+            fleet.steady(robot, before[robot], 'with both servers')
 
         # Kill server_0: its robots hold and fault; the others run on, untouched.
         victims = [r for r in ROBOTS if servers[r] == 'server_0']
         others = [r for r in ROBOTS if servers[r] == 'server_1']
         server_process(launch, 'server_0').send_signal(signal.SIGKILL)
         counts = {r: fleet.status[r].dispatched_ticks for r in others}
+        before = {r: fleet.status[r] for r in others}
+        fleet.worst_turnaround_s = dict.fromkeys(ROBOTS, 0.0)
         fleet.until(launch, lambda: all(fleet.status[r].state_name == 'FAULT' for r in victims),
                     60, 'the robots of the killed server in FAULT')
         for robot in victims:
@@ -125,9 +138,9 @@ def test_four_robots_two_servers_then_one_server_dies(ros2, ros, tmp_path):
             assert 'the server was lost' in status.message, status.message
         for robot in others:
             status = fleet.status[robot]
-            assert status.state_name == 'RUNNING' and status.starved_ticks == 0, \
-                (robot, status.message)
-            assert status.dispatched_ticks - counts[robot] > 30 * 4, robot
+            assert status.state_name == 'RUNNING', (robot, status.message)
+            fleet.steady(robot, before[robot], 'after the other server died')
+            assert status.dispatched_ticks > counts[robot], robot    # the grid: steady()
             assert status.failovers == 0
         output = launch.output()
         for robot in victims:

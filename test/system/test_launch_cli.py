@@ -39,6 +39,7 @@ from remote_inference.msg import ExecutorStatus
 from ros2_cli import Launch, node_list, ros2_or_skip, run_cli
 from ros_fixtures import clean_dead_segments
 from sensor_msgs.msg import JointState
+from timing_rules import grid_hz
 import yaml
 
 from remote_inference_py.analysis.summary import joint_vector
@@ -199,10 +200,7 @@ def test_bringup_live_parameters_and_the_stop_service(ros2, ros, launch_factory,
     # lowers the command rate, never the grid. A loaded CI run sent 23 commands/s here.
     count, first = len(watch.command_stamps), watch.statuses[-1]
     watch.spinner.until(lambda: len(watch.command_stamps) >= count + 150, 30, '150 commands')
-    last = watch.statuses[-1]
-    span = (last.header.stamp.sec - first.header.stamp.sec
-            + (last.header.stamp.nanosec - first.header.stamp.nanosec) * 1e-9)
-    grid = (last.ticks - first.ticks + last.skipped_ticks - first.skipped_ticks) / span
+    grid = grid_hz(first, watch.statuses[-1])
     assert abs(grid - 30.0) < 0.3, f'{grid:.2f} Hz (ticks and skipped ticks)'
     periods = np.diff(watch.command_stamps[count:])   # each command stamped by its own tick
     assert np.all(periods > 0.0), periods

@@ -1,0 +1,43 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+How tests judge timing on a shared host: by the rules the executor declares, on its own stamps.
+
+- **The control grid.** The ticker keeps its grid: every tick is handled, or, when the host
+  stalled the tick thread past it, counted as skipped. So ticks + skipped ticks advance at the
+  rate on the executor's own status stamps, however loaded the host; a stall lowers the command
+  rate, never the grid.
+- **The refill rule** (docs/design.md). A refill goes out once the plan left is at most the
+  refill and its chunk plays from its capture (up to one action period before sending), so it
+  lands in time unless its turnaround exceeds the refill less two action periods. A starved or
+  held tick is a failure unless the executor's own turnarounds show one beyond that: a stalled
+  host, which the rule explains, not a bug.
+"""
+
+
+def seconds(stamp):
+    """Return a builtin_interfaces Time as seconds."""
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def grid_hz(first, last):
+    """Return the tick grid's rate between two ExecutorStatus messages, on their stamps."""
+    span = seconds(last.header.stamp) - seconds(first.header.stamp)
+    return (last.ticks - first.ticks + last.skipped_ticks - first.skipped_ticks) / span
+
+
+def refill_rule_explains(worst_turnaround_s, refill_s, fps):
+    """Return True when a turnaround beyond the refill less two periods explains a hold."""
+    return worst_turnaround_s > refill_s - 2.0 / fps
