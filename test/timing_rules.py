@@ -16,9 +16,9 @@
 How tests judge timing on a shared host: by the rules the executor declares, on its own stamps.
 
 - **The control grid.** The ticker keeps its grid: every tick is handled, or, when the host
-  stalled the tick thread past it, counted as skipped. So ticks + skipped ticks advance at the
-  rate on the executor's own status stamps, however loaded the host; a stall lowers the command
-  rate, never the grid.
+  stalled the tick thread past it, counted as skipped. So ticks + skipped ticks advance with
+  the executor's own status stamps, however loaded the host (:func:`grid_error_ticks`); a
+  stall lowers the command rate, never the grid.
 - **The refill rule** (docs/design.md). A refill goes out once the plan left is at most the
   refill and its chunk plays from its capture (up to one action period before sending), so it
   lands in time unless its turnaround exceeds the refill less two action periods. A starved or
@@ -32,10 +32,16 @@ def seconds(stamp):
     return stamp.sec + stamp.nanosec * 1e-9
 
 
-def grid_hz(first, last):
-    """Return the tick grid's rate between two ExecutorStatus messages, on their stamps."""
+def grid_error_ticks(first, last, tick_rate):
+    """Return how many ticks the count between two ExecutorStatus messages is off their stamps.
+
+    The executor counts a tick as handled or skipped at the grid index nearest its time, and
+    stamps each status with the time of the tick it reports on, so the count (ticks + skipped)
+    matches the stamps to within a tick (half a tick of rounding at each end) on any host.
+    """
     span = seconds(last.header.stamp) - seconds(first.header.stamp)
-    return (last.ticks - first.ticks + last.skipped_ticks - first.skipped_ticks) / span
+    counted = last.ticks - first.ticks + last.skipped_ticks - first.skipped_ticks
+    return counted - span * tick_rate
 
 
 def refill_rule_explains(worst_turnaround_s, refill_s, fps):

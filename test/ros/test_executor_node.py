@@ -23,6 +23,8 @@ never on wall-clock speed.
 
 import re
 import signal
+import subprocess
+import sys
 import time
 
 from node_fixtures import EXECUTOR, set_double
@@ -32,6 +34,7 @@ from remote_inference.msg import (
     ActionChunk, ExecutorStatus, HardwareInfo, InferenceRequest, ServerPresence)
 from ros_fixtures import clean_dead_segments
 from sensor_msgs.msg import JointState
+from timing_rules import grid_error_ticks, refill_rule_explains
 
 from remote_inference_py.contract.check import PRESENCE_LEASE_S
 from remote_inference_py.contract.presence import presence_tolerance
@@ -90,9 +93,13 @@ def test_continuous_motion_then_clean_stop_returns_to_initial_pose(processes, ro
     steady = watch.last
     assert steady.state_name == 'RUNNING'
     assert steady.chunks_accepted - start.chunks_accepted >= 2
-    assert steady.starved_ticks == start.starved_ticks, 'starved while playback covered delay'
+    # Judged by the executor's rules on its own stamps (test/timing_rules.py).
+    worst = max(s.max_turnaround_s for s in watch.statuses if s.ticks >= start.ticks)
+    assert steady.starved_ticks == start.starved_ticks or refill_rule_explains(
+        worst, EXECUTOR['refill_seconds'], 30), 'starved while playback covered delay'
     assert steady.chunks_dropped == 0
-    assert steady.ticks - start.ticks >= 60   # ~135 expected at 30 Hz in 4.5 s; wide margin
+    off = grid_error_ticks(start, steady, 30)
+    assert abs(off) <= 1.0, f'the tick count {off:+.2f} off its grid'
     moving = commands(arm)
     assert len(moving) >= 45
     assert max(abs(v) for _, values in moving for v in values) > 0.05, 'the arm never moved'
@@ -205,26 +212,53 @@ class Presence:
         self.samples.append((time.monotonic(), msg.instance_id, msg.period_s))
 
 
+# Stops a process for a time, in a process of its own at raised priority (root may; others
+# keep their priority): the test process's own threads, starved on a loaded host, made a
+# freeze meant to be 0.2 s inside the tolerance last longer. Prints the freeze it made.
+FREEZER = """
+import os, signal, sys, time
+try:
+    os.setpriority(os.PRIO_PROCESS, 0, -10)
+except PermissionError:
+    pass
+pid, seconds = int(sys.argv[1]), float(sys.argv[2])
+sys.stdin.read(1)
+start = time.monotonic()
+os.kill(pid, signal.SIGSTOP)
+time.sleep(seconds)
+os.kill(pid, signal.SIGCONT)
+print(f'{time.monotonic() - start:.4f}', flush=True)
+"""
+
+
 def freeze_just_before_the_next_request_and_sample(spinner, watch, presence, server, seconds):
     """SIGSTOP the server for ``seconds``, starting just before the next request is due and
-    just before its next presence sample: the worst moment for both clocks."""
-    count = len(watch.requests)
-    spinner.until(lambda: len(watch.requests) > count, 10, 'a refill request')
-    sent = time.monotonic()
-    count = len(watch.requests)
-    spinner.until(lambda: len(watch.requests) > count, 10, 'the next refill request')
-    cycle = time.monotonic() - sent
-    spinner.spin_for(max(0.0, cycle - 0.45))          # the next request is ~0.45 s away
-    samples = len(presence.samples)
-    spinner.until(lambda: len(presence.samples) > samples, 5, 'a presence sample')
-    period = presence.samples[-1][2]
-    spinner.spin_for(period - 0.04)                    # the next sample is 40 ms away
-    server.proc.send_signal(signal.SIGSTOP)
+    just before its next presence sample: the worst moment for both clocks. Return the
+    requests sent meanwhile and the freeze made [s]."""
+    freezer = subprocess.Popen([sys.executable, '-c', FREEZER, str(server.proc.pid),
+                                str(seconds)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True)
     try:
-        spinner.spin_for(seconds)
+        count = len(watch.requests)
+        spinner.until(lambda: len(watch.requests) > count, 10, 'a refill request')
+        sent = time.monotonic()
+        count = len(watch.requests)
+        spinner.until(lambda: len(watch.requests) > count, 10, 'the next refill request')
+        cycle = time.monotonic() - sent
+        spinner.spin_for(max(0.0, cycle - 0.45))          # the next request is ~0.45 s away
+        samples = len(presence.samples)
+        spinner.until(lambda: len(presence.samples) > samples, 5, 'a presence sample')
+        period = presence.samples[-1][2]
+        spinner.spin_for(period - 0.04)                    # the next sample is 40 ms away
+        freezer.stdin.write('x')
+        freezer.stdin.flush()
+        spinner.until(lambda: freezer.poll() is not None, seconds + 10, 'the freeze to end')
+        made = float(freezer.stdout.read())
     finally:
+        freezer.kill()
+        freezer.wait()
         server.proc.send_signal(signal.SIGCONT)
-    return len(watch.requests) - count
+    return len(watch.requests) - count, made
 
 
 def test_a_freeze_inside_the_tolerance_costs_nothing_and_one_just_above_it_is_lost(processes,
@@ -244,17 +278,19 @@ def test_a_freeze_inside_the_tolerance_costs_nothing_and_one_just_above_it_is_lo
     spinner.until(lambda: watch.last.chunks_accepted >= 2, 10, 'two chunks')
     session = watch.last.session_id
 
-    sent = freeze_just_before_the_next_request_and_sample(spinner, watch, presence, server,
-                                                          tolerance - 0.2)
+    sent, made = freeze_just_before_the_next_request_and_sample(spinner, watch, presence,
+                                                                server, tolerance - 0.2)
     assert sent >= 1, 'the freeze began after the next request was sent'
+    assert made < tolerance - 0.1, f'the freezer overslept: {made:.3f} s'
     accepted = watch.last.chunks_accepted
     spinner.until(lambda: watch.last.chunks_accepted >= accepted + 2, 15, 'chunks again')
     assert watch.state() == 'RUNNING' and watch.last.session_id == session
     assert watch.last.server_presence == 'alive'
     assert 'policy server instance' not in executor.output()
 
-    freeze_just_before_the_next_request_and_sample(spinner, watch, presence, server,
-                                                   tolerance + 0.3)
+    _, made = freeze_just_before_the_next_request_and_sample(spinner, watch, presence, server,
+                                                             tolerance + 0.3)
+    assert made >= tolerance + 0.3
     spinner.until(lambda: watch.last.server_presence == 'lost', 5, 'the server lost')
     assert re.search(r'policy server instance scripted lost: nothing of it for 2\.\d\d s, '
                      r'beyond the 2 s presence lease', executor.output())

@@ -120,7 +120,7 @@ class ExecutorNode(Node):
                                  time.monotonic())
         self.survey, self.admission_call, self.ask_call = {}, None, None   # calls in flight
         self.goals = {}                     # id(goal handle) -> (handle, future of its end)
-        self.last_tick_time = None
+        self.tick_time = None          # the current (or last) tick's time, monotonic
         self.tick_periods = collections.deque(maxlen=TICK_WINDOW)
 
         io = MutuallyExclusiveCallbackGroup()
@@ -281,9 +281,9 @@ class ExecutorNode(Node):
     def on_tick(self):
         """Take the queued events, tick the supervisor, carry out its actions."""
         now = time.monotonic()
-        if self.last_tick_time is not None:
-            self.tick_periods.append(now - self.last_tick_time)
-        self.last_tick_time = now
+        if self.tick_time is not None:
+            self.tick_periods.append(now - self.tick_time)
+        self.tick_time = now
         while True:
             try:
                 function, args = self.events.get_nowait()
@@ -400,15 +400,20 @@ class ExecutorNode(Node):
         msg.earliest_capture_stamp = self._stamp(ask.earliest)
         return self.ask_clients[self.sup.server].call_async(msg)
 
-    def publish_status(self):
-        """Publish the current numbers on executor/status (the owner's thread, or close)."""
-        self.status_pub.publish(status_message(
-            self.sup, self.tick_periods, self.get_clock().now().to_msg(), time.monotonic()))
+    def publish_status(self, final=False):
+        """Publish the current numbers on executor/status (the owner's thread, or close).
+
+        Stamped with the tick the numbers are of (however long the tick's work took), so its
+        tick counts and its stamp agree on the executor's grid; the final one with its time.
+        """
+        now = time.monotonic() if final or self.tick_time is None else self.tick_time
+        self.status_pub.publish(status_message(self.sup, self.tick_periods, self._stamp(now),
+                                               now))
 
     def close(self):
         """Stop ticking; publish the final status and let it reach subscribers."""
         self.ticker.stop()
-        self.publish_status()
+        self.publish_status(final=True)
         for publisher in (self.command_pub, self.status_pub, *self.request_pubs.values()):
             publisher.wait_for_all_acked(Duration(seconds=1.0))
 
