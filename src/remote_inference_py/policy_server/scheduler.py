@@ -201,6 +201,8 @@ class Scheduler:
 
     def _release(self) -> bool:
         """Publish the held-back answers now due, in order; return whether there were any."""
+        if not len(self.delivery):
+            return False   # nothing held back (the usual case): no lock taken
         with self._publish_lock:
             with self._cond:
                 due = self.delivery.take_due()
