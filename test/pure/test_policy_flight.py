@@ -147,3 +147,13 @@ def test_the_delay_line_releases_each_item_after_its_delay_in_order():
     assert line.take_due() == ['b', 'c'] and line.next_due() is None
     line.put('d', 5.0)
     assert line.clear() == ['d'] and line.take_due() == [] and len(line) == 0
+
+
+def test_a_simulated_clocks_slack_releases_an_item_within_it_and_not_beyond():
+    clock = FakeClock(0.6)
+    line = DelayLine(clock, slack_s=1e-12)
+    line.put('a', 0.6)                                 # due at 0.6 + 0.6
+    clock.now = 1.2 - 2e-12
+    assert line.take_due() == [], 'just beyond the slack'
+    clock.now = 1.2 - 1e-13                            # a tick's float noise: the same instant
+    assert line.take_due() == ['a']

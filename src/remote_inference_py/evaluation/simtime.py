@@ -79,7 +79,7 @@ from remote_inference_py.policy_server.scheduler import Scheduler
 RUNNER = 'sim-time'
 SETTLE_S = 0.5
 SIMULTANEOUS_S = 1e-12
-"""Events closer than this are one instant, taken at the latest of their times."""
+"""Events closer than this are one instant (the float noise of times that add up periods)."""
 TICK_PHASE_S = 0.007
 """Offset of the executor's ticks from the hardware's reads (their timers are independent)."""
 ROBOT = ''
@@ -198,7 +198,8 @@ class SimulatedSystem:
         self.server = PolicyServerCore(
             dataclasses.replace(settings.server_config(), extra_latency_s=self.latency_s),
             runtime, clock=lambda: self.now, sleep=lambda seconds: None)
-        self.serving = Scheduler(self.server, self.outbox_append)
+        self.serving = Scheduler(self.server, self.outbox_append,
+                                 simultaneous_s=SIMULTANEOUS_S)
         self.monitor = LiftMonitor(task)
         self.started_at: Optional[float] = None
         self.measured: Optional[np.ndarray] = None
@@ -359,8 +360,7 @@ class SimulatedSystem:
                 candidates.append(turn)
             if self.outbox:
                 candidates.append(self.now)
-            first = min(candidates)
-            self.now = max(c for c in candidates if c <= first + SIMULTANEOUS_S)
+            self.now = min(candidates)
             if self.now > end + 1e-9:
                 break
             if self.now >= next_read - SIMULTANEOUS_S:

@@ -33,9 +33,15 @@ from typing import Any, Callable, List, Optional
 class DelayLine:
     """A first-in, first-out line of items, each released once its delay has passed."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic):
-        """Create an empty line on ``clock`` [s]."""
+    def __init__(self, clock: Callable[[], float] = time.monotonic, slack_s: float = 0.0):
+        """Create an empty line on ``clock`` [s].
+
+        An item is due once ``clock()`` is within ``slack_s`` of its time: 0 for a real
+        clock; a simulated one that adds up periods passes its float noise (a due time and a
+        tick meant to be the same instant may differ by 1e-16 s).
+        """
         self._clock = clock
+        self._slack_s = slack_s
         self._items = collections.deque()   # (due, item), due never decreasing
 
     def __len__(self) -> int:
@@ -56,7 +62,7 @@ class DelayLine:
 
     def take_due(self) -> List[Any]:
         """Remove and return the items due now, in order (never waits)."""
-        now = self._clock()
+        now = self._clock() + self._slack_s
         due = []
         while self._items and self._items[0][0] <= now:
             due.append(self._items.popleft()[1])

@@ -90,11 +90,14 @@ class Scheduler:
     def __init__(self, core: PolicyServerCore, publish: Callable[[Answer], None],
                  inline: bool = False,
                  rejected: Callable[[str, str, InputError], None] = _ignore,
-                 log_error: Callable[[str, str], None] = _ignore):
+                 log_error: Callable[[str, str], None] = _ignore,
+                 simultaneous_s: float = 0.0):
         """Serve ``core`` on its clock; answers go to ``publish`` (from any thread, one at a time).
 
         ``rejected(robot, stream, error)`` hears of frames that failed to decode when used,
-        ``log_error(where, text)`` of unexpected errors (serving goes on).
+        ``log_error(where, text)`` of unexpected errors (serving goes on). A held-back answer
+        is due once the clock is within ``simultaneous_s`` of its time (0: a real clock; a
+        simulated clock's float noise, :class:`.delivery.DelayLine`).
         """
         self.core = core
         self.inline = inline
@@ -106,7 +109,7 @@ class Scheduler:
         self._poked = False         # something changed since the serving thread last looked
         self._stopped = False
         self._publish_lock = threading.Lock()   # answers leave one at a time, in order
-        self.delivery = DelayLine(core.clock)
+        self.delivery = DelayLine(core.clock, simultaneous_s)
         self._thread: Optional[threading.Thread] = None
 
     # ---- life cycle ---------------------------------------------------------------------
