@@ -126,8 +126,22 @@ def admit(target, robot='', client='/executor', in_flight=1):
 
 
 def serve_one(core, timeout=1.0):
-    """Serve the next batch of work (waiting up to `timeout` seconds for it)."""
-    return core.serve(core.next_work(timeout))
+    """
+    Turn the serving loop once with work; return what it published.
+
+    The loop (:meth:`.Scheduler.step`) is turned in this thread on the core's clock; when it
+    has nothing to do, this sleeps (the core's ``sleep``) until its next turn, at most
+    ``timeout`` seconds of the core's clock in all.
+    """
+    answers = []
+    loop = Scheduler(core, answers.append)
+    give_up = core.clock() + timeout
+    while not loop.step():
+        turn, now = loop.next_turn(), core.clock()
+        if turn is None or now >= give_up:
+            break
+        core.sleep(max(min(turn, give_up) - now, 0.0005))
+    return answers
 
 
 def observation_spec(state_history=1, image_history=1, normalization=None, semantics=None):

@@ -21,7 +21,7 @@ the executor keeps the frozen rows when the chunk lands early.
 
 import math
 
-from core_fixtures import admission, FPS, make_chunk, make_executor, make_server
+from core_fixtures import admission, FPS, make_chunk, make_executor, make_server, serve_one
 import numpy as np
 from plan_echo_policy import PlanEchoRuntime
 import pytest
@@ -151,7 +151,7 @@ def test_the_server_shifts_the_plan_to_its_capture_and_hands_it_over_in_policy_u
     # The capture is one step after the plan's start: row 1 becomes the chunk's row 0.
     core.on_request(Request('', session, 1, 1_000_000_000, plan=CommittedPlan(
         1_000_000_000, plan, frozen_steps=3)))
-    answers = core.serve(core.next_work(1.0))
+    answers = serve_one(core)
     assert not answers[0].error, answers[0].error
     prefix = runtime.prefixes[-1]
     assert prefix.frozen_steps == 1 and len(prefix.positions) == 4   # one row older than capture
@@ -160,7 +160,7 @@ def test_the_server_shifts_the_plan_to_its_capture_and_hands_it_over_in_policy_u
     np.testing.assert_allclose(answers[0].positions[:4, :5], plan[2:, :5], atol=1e-5)
     # No plan: the runtime is still told (None), and plans to its own liking.
     core.on_request(Request('', session, 2, 1_000_000_000))
-    assert not core.serve(core.next_work(1.0))[0].error and runtime.prefixes[-1] is None
+    assert not serve_one(core)[0].error and runtime.prefixes[-1] is None
 
 
 def test_a_plan_is_only_handed_to_runtimes_that_ask_for_it():
@@ -173,4 +173,4 @@ def test_a_plan_is_only_handed_to_runtimes_that_ask_for_it():
     core.on_joint_states('', 2_000_000_000, core.spec.action_joints, np.zeros(6))
     core.on_request(Request('', session, 1, 1_000_000_000, plan=CommittedPlan(
         1_000_000_000, np.zeros((3, 6)), 1)))
-    assert not core.serve(core.next_work(1.0))[0].error
+    assert not serve_one(core)[0].error

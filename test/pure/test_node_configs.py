@@ -152,7 +152,7 @@ def test_load_policy_loads_warms_up_and_says_so():
     two_robots = load_policy(ServerConfig(robot_namespaces=['a', 'b'],
                                           inline_serve_max_ms=100.0))
     assert not two_robots.inline   # several robots always go through the worker (batching)
-    assert 'by the inference thread' in two_robots.warm_up_text()
+    assert 'by the serving thread' in two_robots.warm_up_text()
 
 
 def test_load_policy_names_a_bad_checkpoint_calibration_or_topic(tmp_path):

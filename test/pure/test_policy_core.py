@@ -56,9 +56,9 @@ def test_only_samples_captured_at_or_after_the_earliest_stamp_are_used():
     session = admit(core)
     core.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
     core.on_request(Request('', session, 1, 150 * MS))
-    assert not core.next_work(0.05)          # waits for a newer sample
+    assert not core.take_work()              # waits for a newer sample
     core.on_joint_states('', 140 * MS, JOINTS, [0.0] * 6)
-    assert not core.next_work(0.05)
+    assert not core.take_work()
     core.on_joint_states('', 150 * MS, JOINTS, [0.2] * 6)
     [answer] = serve_one(core)
     assert answer.capture_stamp_ns == 150 * MS
@@ -157,7 +157,7 @@ def test_batches_respect_the_runtime_limit():
     for robot, session in zip('ab', sessions):
         core.on_joint_states(robot, 10 * MS, JOINTS, [0.0] * 6)
         core.on_request(Request(robot, session, 1, 0))
-    assert len(core.next_work(1.0).ready) == 1 and core.pending_count() == 1
+    assert len(core.take_work().ready) == 1 and core.pending_count() == 1
 
 
 class ScriptedRuntime(PolicyRuntime):
@@ -221,7 +221,7 @@ def test_extra_compute_is_part_of_the_inference_time_and_latency_is_not_the_core
     core.on_joint_states('', 1, JOINTS, [0.0] * 6)
     core.on_request(Request('', session, 1, 0))
     serve_one(core)
-    assert slept == [0.25], 'the link latency is the delivery thread of the node'
+    assert slept == [0.25], "the link latency is the serving loop's delay line"
     core.update_settings(extra_compute_s=0.0)
     core.on_request(Request('', session, 2, 0))
     serve_one(core)

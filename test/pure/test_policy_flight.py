@@ -14,7 +14,7 @@
 
 """The policy server with several requests of one client in flight: queue, order, delay line."""
 
-from core_fixtures import admission, FakeClock, make_server
+from core_fixtures import admission, FakeClock, make_server, serve_one
 import pytest
 
 from remote_inference_py.policy_server.config import ServerConfig
@@ -29,8 +29,7 @@ MS = 1_000_000
 
 def served(core):
     """Serve one pass; return (robot, request id, capture stamp [ms]) per answer."""
-    work = core.next_work(0.05)
-    return [(a.robot, a.request_id, a.capture_stamp_ns // MS) for a in core.serve(work)]
+    return [(a.robot, a.request_id, a.capture_stamp_ns // MS) for a in serve_one(core, 0.05)]
 
 
 def test_the_contract_offers_max_requests_per_client_and_refuses_more():
@@ -133,15 +132,28 @@ def test_released_sessions_leave_no_queue_behind():
 def test_the_delay_line_releases_each_item_after_its_delay_in_order():
     clock = FakeClock()
     line = DelayLine(clock)
+    assert line.next_due() is None and line.take_due() == []
     line.put('a', 1.0)
     clock.now = 0.2
     line.put('b', 1.0)
     clock.now = 0.5
     line.put('c', 0.1)                                 # a lowered delay cannot overtake
-    assert line.take(0.0) == [] and len(line) == 3
+    assert line.take_due() == [] and len(line) == 3 and line.next_due() == 1.0
+    clock.now = 0.999
+    assert line.take_due() == [], 'just before its time'
     clock.now = 1.0
-    assert line.take(0.0) == ['a']
+    assert line.take_due() == ['a'] and line.next_due() == 1.2, 'at its time exactly'
     clock.now = 1.25
-    assert line.take(0.0) == ['b', 'c']
+    assert line.take_due() == ['b', 'c'] and line.next_due() is None
     line.put('d', 5.0)
-    assert line.stop() == ['d'] and line.take(1.0) == []
+    assert line.clear() == ['d'] and line.take_due() == [] and len(line) == 0
+
+
+def test_a_simulated_clocks_slack_releases_an_item_within_it_and_not_beyond():
+    clock = FakeClock(0.6)
+    line = DelayLine(clock, slack_s=1e-12)
+    line.put('a', 0.6)                                 # due at 0.6 + 0.6
+    clock.now = 1.2 - 2e-12
+    assert line.take_due() == [], 'just beyond the slack'
+    clock.now = 1.2 - 1e-13                            # a tick's float noise: the same instant
+    assert line.take_due() == ['a']

@@ -17,15 +17,16 @@
 import threading
 import time
 
-from core_fixtures import admit, jpeg, make_server
+from core_fixtures import admit, FakeClock, jpeg, make_server
 import numpy as np
 import pytest
 
+from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.core import (
-    DROPPED, PREPROCESSING, Request, SESSION_RELEASED, SUPERSEDED)
+    DROPPED, PolicyServerCore, PREPROCESSING, Request, SESSION_RELEASED, SUPERSEDED)
 from remote_inference_py.policy_server.demo_policy import DemoRuntime
 from remote_inference_py.policy_server.images import CompressedImage
-from remote_inference_py.policy_server.scheduler import Scheduler
+from remote_inference_py.policy_server.scheduler import Scheduler, THREADS
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 JOINTS = list(SO101_JOINT_NAMES)
@@ -198,7 +199,7 @@ def test_without_inline_the_inference_thread_serves():
         scheduler.on_joint_states('', 100 * MS, JOINTS, [0.1] * 6)
         scheduler.on_request(Request('', session, 1, 0))
         [answer] = outbox.wait_for(1)
-        assert answer.error == '' and outbox.threads == ['inference']
+        assert answer.error == '' and outbox.threads == ['serving']
     finally:
         scheduler.stop()
 
@@ -223,7 +224,7 @@ def test_a_slow_pass_goes_to_the_inference_thread_even_inline():
         assert not outbox.answers
         gate.set()
         [answer] = outbox.wait_for(1)
-        assert answer.error == '' and outbox.threads == ['inference']
+        assert answer.error == '' and outbox.threads == ['serving']
     finally:
         gate.set()
         scheduler.stop()
@@ -239,7 +240,7 @@ def test_a_request_whose_observation_never_comes_is_answered_at_its_deadline():
         scheduler.on_request(Request('', session, 1, 500 * MS))
         [answer] = outbox.wait_for(1, timeout=5.0)
         assert time.monotonic() - began >= 0.1
-        assert answer.error.startswith('stale observation: ') and outbox.threads == ['inference']
+        assert answer.error.startswith('stale observation: ') and outbox.threads == ['serving']
     finally:
         scheduler.stop()
 
@@ -359,28 +360,28 @@ def test_requests_left_by_a_released_session_are_answered():
         scheduler.stop()
 
 
-def test_extra_latency_holds_answers_back_in_the_delivery_thread():
+def test_extra_latency_holds_answers_back_in_the_serving_thread():
     outbox = Outbox()
     scheduler = started(make_server(extra_latency_s=0.2), outbox, inline=True)
     try:
         session = admit(scheduler)
         scheduler.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
-        began = time.monotonic()
-        scheduler.on_request(Request('', session, 1, 0))
-        assert outbox.answers == []
+        scheduler.on_request(Request('', session, 1, 0))   # served inline, held back
+        assert outbox.answers == [] and len(scheduler.delivery) == 1
         [answer] = outbox.wait_for(1)
-        assert time.monotonic() - began >= 0.2 and outbox.threads == ['delivery']
+        assert outbox.threads == ['serving'], 'no delivery thread: the loop releases it'
         assert answer.error == '' and answer.timings.inference_ms < 200.0
     finally:
         scheduler.stop()
 
 
-def test_stop_ends_both_threads():
+def test_stop_ends_the_one_serving_thread():
+    before = set(threading.enumerate())
     scheduler = started(make_server(), Outbox(), inline=False)
-    threads = list(scheduler._threads)
-    assert all(t.is_alive() for t in threads)
+    [thread] = set(threading.enumerate()) - before
+    assert thread.name == 'serving' and thread.is_alive()
     scheduler.stop()
-    assert not any(t.is_alive() for t in threads)
+    assert not thread.is_alive()
 
 
 def test_two_callbacks_at_once_start_one_pass_and_answers_keep_request_order():
@@ -403,3 +404,80 @@ def test_two_callbacks_at_once_start_one_pass_and_answers_keep_request_order():
         assert runtime.most == 1 and runtime.passes == 3
     finally:
         scheduler.stop()
+
+
+def manual(clock, **settings):
+    """A scheduler on a manual clock, never started: the caller turns its loop (as simtime)."""
+    outbox = Outbox()
+    core = PolicyServerCore(ServerConfig('so101', **settings), DemoRuntime(), clock=clock)
+    return Scheduler(core, outbox), outbox
+
+
+def test_the_loop_on_a_manual_clock_answers_a_missing_observation_at_its_deadline():
+    clock = FakeClock()
+    scheduler, outbox = manual(clock, observation_wait_s=0.1)
+    session = admit(scheduler)
+    scheduler.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
+    scheduler.on_request(Request('', session, 1, 500 * MS))   # its observation never comes
+    assert not scheduler.step() and scheduler.next_turn() == pytest.approx(0.1)
+    clock.now = 0.0999
+    assert not scheduler.step() and outbox.answers == [], 'just before its deadline'
+    clock.now = 0.1
+    assert scheduler.step(), 'at its deadline'
+    [answer] = outbox.answers
+    assert answer.error.startswith('stale observation: ') and scheduler.next_turn() is None
+    assert not scheduler.step()
+
+
+def test_the_loop_on_a_manual_clock_releases_held_back_answers_in_order():
+    clock = FakeClock()
+    scheduler, outbox = manual(clock, extra_latency_s=0.2)
+    session = admit(scheduler, in_flight=2)
+    scheduler.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
+    scheduler.on_request(Request('', session, 1, 0))
+    assert scheduler.step() and outbox.answers == [] and scheduler.next_turn() == 0.2
+    clock.now = 0.05
+    scheduler.update_settings(extra_latency_s=0.0)   # lowered: the next may not overtake
+    scheduler.on_request(Request('', session, 2, 0))
+    assert scheduler.step() and outbox.answers == [] and len(scheduler.delivery) == 2
+    clock.now = 0.1999
+    assert not scheduler.step() and outbox.answers == [], 'just before its time'
+    clock.now = 0.2
+    assert scheduler.step(), 'at its time'
+    assert [a.request_id for a in outbox.answers] == [1, 2] and scheduler.next_turn() is None
+    assert not scheduler.step()
+    scheduler.on_request(Request('', session, 3, 0))   # nothing held back: published at once
+    assert scheduler.step() and [a.request_id for a in outbox.answers] == [1, 2, 3]
+
+
+def test_stop_drops_held_back_answers_and_the_loop_serves_no_more():
+    clock = FakeClock()
+    scheduler, outbox = manual(clock, extra_latency_s=0.2)
+    session = admit(scheduler)
+    scheduler.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
+    scheduler.on_request(Request('', session, 1, 0))
+    assert scheduler.step() and len(scheduler.delivery) == 1
+    scheduler.stop()
+    clock.now = 1.0
+    scheduler.on_request(Request('', session, 2, 0))
+    assert not scheduler.step() and outbox.answers == []
+
+
+def test_held_back_answers_and_deadlines_start_no_thread_beyond_the_serving_one():
+    before = set(threading.enumerate())
+    outbox = Outbox()
+    scheduler = started(make_server(extra_latency_s=0.2, observation_wait_s=0.1), outbox,
+                        inline=False)
+    try:
+        session = admit(scheduler, in_flight=2)
+        scheduler.on_joint_states('', 100 * MS, JOINTS, [0.0] * 6)
+        scheduler.on_request(Request('', session, 1, 0))           # ready: held back 0.2 s
+        scheduler.on_request(Request('', session, 2, 500 * MS))    # its deadline in 0.1 s
+        assert [t.name for t in set(threading.enumerate()) - before] == ['serving']
+        answers = outbox.wait_for(2)
+        assert [a.request_id for a in answers] == [1, 2] and answers[1].error
+        assert outbox.threads == ['serving', 'serving']
+        assert [t.name for t in set(threading.enumerate()) - before] == ['serving']
+    finally:
+        scheduler.stop()
+    assert len(THREADS) <= 4 and THREADS.count('serving') == 1

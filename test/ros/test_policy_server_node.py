@@ -147,7 +147,7 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     robot.request(session, 5)
     busy = len(presence)
     assert robot.answer(5).inference_ms >= 1500.0
-    # A busy inference thread does not hold the presence samples up (its own thread).
+    # A busy serving thread does not hold the presence samples up (its own thread).
     assert len(presence) - busy >= 2, 'presence samples stopped while inference was busy'
     assert set_double(ros, 'policy_server', 'extra_compute_s', 0.0).successful
     assert set_double(ros, 'policy_server', 'extra_latency_s', 0.3).successful

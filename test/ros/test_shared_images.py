@@ -128,7 +128,7 @@ def test_frames_from_another_host_and_bad_references_fall_back_or_are_rejected(
     # A ring the server cannot open, as when the camera is on another host.
     robot = SharingRobot(ros, directory=str(tmp_path))
     session = admitted(server, robot)
-    assert 'requests are served by the inference thread' in server.output()
+    assert 'requests are served by the serving thread' in server.output()
     serve(robot, session, 1)
     server.wait_for_output(f'{TOPIC}: reading the Image topic, not shared memory: frame ring '
                            r'remote_inference_frames_\d+_front_[0-9a-f]+: No such file', 10,

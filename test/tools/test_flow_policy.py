@@ -26,6 +26,7 @@ import json
 import pathlib
 import re
 
+from core_fixtures import serve_one
 import numpy as np
 import pytest
 
@@ -229,7 +230,7 @@ def test_policy_server_core_round_trip(policy_path):
     assert core.on_image('', IMAGE_FEATURE, 1000 * MS,
                          RawImage('rgb8', 96, 96, 96 * 3, image.tobytes())) is None
     assert core.on_request(Request('', result.session_id, 1, 900 * MS)) == []
-    [answer] = core.serve(core.next_work(1.0))
+    [answer] = serve_one(core)
     assert answer.error == '', answer.error
     assert answer.positions.shape == (STEPS, JOINTS) and np.all(np.isfinite(answer.positions))
     # Identity action statistics: radians = normalized values ~ N(state 0.5, 1).

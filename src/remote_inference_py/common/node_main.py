@@ -237,7 +237,7 @@ def run_node(node_factory, args=None, config_errors=()):
         # burnt a core with these wheels (platform notes).
         failure = []
         spinner = threading.Thread(target=_spin, args=(spinning, stop_spinning, failure),
-                                   daemon=True)
+                                   name='spinner', daemon=True)
         spinner.start()
         while not node.finished and spinner.is_alive():
             spinner.join(timeout=0.05)

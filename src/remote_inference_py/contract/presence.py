@@ -17,7 +17,7 @@ Server presence: the cadence the policy server asserts it on, and the tolerance 
 
 The server publishes a presence sample (remote_inference/ServerPresence, carrying its
 instance id) every ``lease / PRESENCE_SAMPLES_PER_LEASE`` seconds from a thread of its own,
-whatever the chunk traffic and however busy its inference thread is; the executor counts the
+whatever the chunk traffic and however busy its serving thread is; the executor counts the
 admitted instance lost when nothing of it (presence sample or chunk) came for a whole lease.
 A silence (a frozen server, a link down) that begins at any moment, even just before the next
 sample is due, began at most one period after the last sample that got through, so

@@ -30,11 +30,14 @@ executor                    :class:`~remote_inference_py.executor.core.ExecutorC
                             ``tick`` every control period, measured and applied poses fed in
 policy server               :class:`~remote_inference_py.policy_server.core.
                             PolicyServerCore` with the same runtime, buffers, admission,
-                            observation selection and unit conversion; a request is served as
-                            soon as its observation is ready (compute time counts as zero,
-                            a session's requests in order) and its answer is delivered the
-                            injected latency L later, as the node's ``extra_latency_s`` does
-                            (a link: requests in flight overlap, answers arrive in order)
+                            observation selection and unit conversion, served by the node's
+                            own serving loop (:class:`~remote_inference_py.policy_server.
+                            scheduler.Scheduler`) turned on the simulated clock instead of
+                            its thread: a request is served as soon as its observation is
+                            ready (compute time counts as zero, a session's requests in
+                            order) and its answer is held back the injected latency L as the
+                            node's ``extra_latency_s`` does (a link: requests in flight
+                            overlap, answers arrive in order)
 ==========================  =================================================================
 
 What the simulated time leaves out: DDS transport (about 1 ms on one host), the policy's
@@ -53,9 +56,10 @@ it after a non-finite position, velocity or acceleration) raises :class:`Simulat
 the same noise for the same episode whatever ran before.
 """
 
-import heapq
+import collections
+import dataclasses
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
@@ -70,9 +74,12 @@ from remote_inference_py.executor.core import Chunk, ExecutorCore, State
 from remote_inference_py.hardware.commands import CommandGate, CommandLimits, CommandRejected
 from remote_inference_py.policy_server.core import PolicyServerCore, Request
 from remote_inference_py.policy_server.images import RawImage
+from remote_inference_py.policy_server.scheduler import Scheduler
 
 RUNNER = 'sim-time'
 SETTLE_S = 0.5
+SIMULTANEOUS_S = 1e-12
+"""Events closer than this are one instant (the float noise of times that add up periods)."""
 TICK_PHASE_S = 0.007
 """Offset of the executor's ticks from the hardware's reads (their timers are independent)."""
 ROBOT = ''
@@ -187,17 +194,19 @@ class SimulatedSystem:
             limit_tolerance=hw.limit_tolerance_rad))
         self.core = ExecutorCore(settings.executor_config(configuration.mode))
         self.node_settings = settings.executor_settings(configuration.mode)
-        self.server = PolicyServerCore(settings.server_config(), runtime,
-                                       clock=lambda: self.now, sleep=lambda seconds: None)
         self.latency_s = float(configuration.latency_s)
+        self.server = PolicyServerCore(
+            dataclasses.replace(settings.server_config(), extra_latency_s=self.latency_s),
+            runtime, clock=lambda: self.now, sleep=lambda seconds: None)
+        self.serving = Scheduler(self.server, self.outbox_append,
+                                 simultaneous_s=SIMULTANEOUS_S)
         self.monitor = LiftMonitor(task)
         self.started_at: Optional[float] = None
         self.measured: Optional[np.ndarray] = None
         self.last_stamp = 0.0
         self.next_cube = 0.0
         self.pending_frame: Optional[tuple] = None   # (stamp, qpos) not yet rendered
-        self.deliveries: List[tuple] = []   # heap of (time, sequence, answer)
-        self.sequence = 0
+        self.outbox = collections.deque()   # answers published, not yet delivered
         self.rejected_commands = 0
         self.session_id = ''
         self.perturb = perturb
@@ -214,13 +223,13 @@ class SimulatedSystem:
         self.measured = positions
         self.last_stamp = stamp
         self.core.on_measured(positions)
-        self.server.on_joint_states(ROBOT, _ns(stamp), JOINT_NAMES, positions)
+        self.serving.on_joint_states(ROBOT, _ns(stamp), JOINT_NAMES, positions)
         if self.now >= self.next_cube:
             self.next_cube = max(self.next_cube + self.cube_period, self.now - self.cube_period)
             position, quaternion = self.sim.cube_pose()
             pose = [*position, quaternion[1], quaternion[2], quaternion[3], quaternion[0]]
             for feature in self.privileged:
-                self.server.on_privileged(ROBOT, feature.name, _ns(stamp), pose)
+                self.serving.on_privileged(ROBOT, feature.name, _ns(stamp), pose)
             if self.started_at is not None:
                 self.monitor.update(stamp - self.started_at, position[2])
             else:   # the cube's resting height: its last pose before the start
@@ -250,8 +259,8 @@ class SimulatedSystem:
         for camera, feature in zip(self.cameras, self.image_features):
             image = self.renderer.render(qpos, camera)
             height, width = image.shape[:2]
-            self.server.on_image(ROBOT, feature.name, _ns(stamp),
-                                 RawImage('rgb8', height, width, width * 3, image.tobytes()))
+            self.serving.on_image(ROBOT, feature.name, _ns(stamp),
+                                  RawImage('rgb8', height, width, width * 3, image.tobytes()))
 
     def apply(self, command: np.ndarray) -> None:
         """Check, clamp and apply a command as the hardware runner does; echo it as applied."""
@@ -278,7 +287,7 @@ class SimulatedSystem:
                            for f in spec.features),
             merge_mode='synchronous' if cfg.synchronous else cfg.chunk_merge,
             hardware_position_hold=True, max_requests_in_flight=cfg.max_requests_in_flight)
-        result = self.server.admit(ROBOT, request)
+        result = self.serving.admit(ROBOT, request)
         if not result.success:
             raise ValueError(f'admission refused: {result.message}')
         self.session_id = result.session_id
@@ -294,12 +303,9 @@ class SimulatedSystem:
             plan = order.plan
             if plan is not None:   # the node sends stamps in ns
                 plan = CommittedPlan(_ns(plan.start), plan.positions, plan.frozen_steps)
-            pushed_out = self.server.on_request(Request(
+            self.serving.on_request(Request(   # a pushed-out request's error goes out now
                 ROBOT, self.session_id, order.request_id, _ns(order.earliest_capture_time),
                 self.node_settings.task, _ns(self.now), plan))
-            for answer in pushed_out:   # superseded or dropped: the error goes out at once
-                heapq.heappush(self.deliveries, (self.now, self.sequence, answer))
-                self.sequence += 1
         if out.command is not None:
             self.apply(out.command if self.perturb is None else self.perturb(out.command))
         if self.on_tick is not None:
@@ -308,15 +314,17 @@ class SimulatedSystem:
     # ---- the policy server ----------------------------------------------------------------
 
     def serve(self) -> None:
-        """Serve every ready request now (compute counts as zero); answers arrive L later."""
-        while self.server.pending_count():
-            work = self.server.next_work(timeout=0.0)
-            if not work:
-                return
-            done = self.now + self.latency_s
-            for answer in self.server.serve(work):
-                heapq.heappush(self.deliveries, (done, self.sequence, answer))
-                self.sequence += 1
+        """Turn the serving loop until it has nothing to do now (compute counts as zero).
+
+        Answers held back since L ago go out, then every ready request is served; its answer
+        is held back L (the server's ``extra_latency_s``) and published into the outbox then.
+        """
+        while self.serving.step():
+            pass
+
+    def outbox_append(self, answer) -> None:
+        """Take a published answer (the scheduler's ``publish``); it is delivered this instant."""
+        self.outbox.append(answer)
 
     def deliver(self, answer) -> None:
         """Hand a chunk (or an error answer) to the executor, as the node's callback does."""
@@ -347,20 +355,24 @@ class SimulatedSystem:
             candidates = [next_read, next_tick]
             if self.image_features:
                 candidates.append(next_frame)
-            if self.deliveries:
-                candidates.append(self.deliveries[0][0])
+            turn = self.serving.next_turn()   # a held-back answer or observation deadline
+            if turn is not None:
+                candidates.append(turn)
+            if self.outbox:
+                candidates.append(self.now)
             self.now = min(candidates)
             if self.now > end + 1e-9:
                 break
-            if self.now >= next_read - 1e-12:
+            if self.now >= next_read - SIMULTANEOUS_S:
                 self.read()
                 next_read += self.read_period
-            if self.image_features and self.now >= next_frame - 1e-12:
+            if self.image_features and self.now >= next_frame - SIMULTANEOUS_S:
                 self.frame()
                 next_frame += self.frame_period
-            while self.deliveries and self.deliveries[0][0] <= self.now + 1e-12:
-                self.deliver(heapq.heappop(self.deliveries)[2])
-            if self.now >= next_tick - 1e-12:
+            self.serve()   # what is due or ready now goes out before the tick
+            while self.outbox:
+                self.deliver(self.outbox.popleft())
+            if self.now >= next_tick - SIMULTANEOUS_S:
                 if not admitted:
                     self.admit()
                     self.core.start(self.now)

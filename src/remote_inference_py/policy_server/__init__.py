@@ -29,9 +29,10 @@ Pure (no ROS), from messages to answers:
   answered without a forward pass), :mod:`.forward` (one batched forward pass over ready
   requests, the committed plan handed to a runtime that asks for it) and :mod:`.timings`
   (per-request timings, outcome counters).
-- :mod:`.scheduler`: the one serving path: the lock around the core, the inference and
-  delivery threads, the inline fast path.
-- :mod:`.delivery`: answers held back for an injected link latency, released in order.
+- :mod:`.scheduler`: the one serving loop, turned by its thread, by the inline fast path, or
+  on a manual clock (tests, simulated time): the lock around the core, held-back answers.
+- :mod:`.delivery`: answers held back for an injected link latency, released in order by the
+  serving loop.
 - :mod:`.text`: the text work: the executor's queries answered on a thread of their own, one
   at a time, while chunks go on being served.
 

@@ -144,7 +144,7 @@ class ServerConfig:
         'capture stamp, then answer with an error.', unit='s', low=0.0, high=60.0, live=True)
     inline_serve_max_ms: float = setting(
         2.0, 'Serve a ready request in the callback that completed it (no hand-off to the '
-        'inference thread) when warm-up measured a forward pass this fast and one '
+        'serving thread) when warm-up measured a forward pass this fast and one '
         'robot is served; 0: never.', unit='ms', low=0.0, high=100.0)
     presence_lease_s: float = shared(ContractSettings, 'presence_lease_s')
     flow_steps: int = setting(

@@ -33,9 +33,10 @@ the samples a selection holds and the runtime, and list the frames they find cor
 :meth:`finish` or :meth:`mark_rejected` to mark. So the scheduler runs them outside its lock,
 while other threads go on calling the bookkeeping: samples, requests and admissions go on
 during a forward pass or a text query's decoding (the scheduler runs one forward pass at a
-time; :meth:`serve` is ``finish(compute(work))`` and :meth:`text_inputs` a text query's whole
-selection, for a caller with one thread, and :meth:`next_work` waits out observation
-deadlines for it).
+time; :meth:`text_inputs` is a text query's whole selection, for a caller with one thread).
+The core never waits: whoever drives it, production, the tests or the simulated-time
+evaluation, serves through the scheduler's one loop (:meth:`.scheduler.Scheduler.step`), on
+the core's ``clock``.
 
 Every request gets exactly one answer: a chunk, or an error answer whose ``error`` says why.
 Requests wait in a queue per session and are served one at a time in request order: the
@@ -347,26 +348,6 @@ class PolicyServerCore:
         for job in [j for j, _ in work.ready] + [j for j, _, _ in work.failed]:
             self.queues.start(job, now, self.settings.observation_wait_s)
         return work
-
-    def next_work(self, timeout: float = 0.0) -> Work:
-        """Take work, sleeping until a request times out when none is ready (one thread only).
-
-        For a caller that drives the core from a single thread (the tests, the simulated-time
-        evaluation): nothing else can deliver a sample meanwhile, so it waits only for
-        observation deadlines, at most ``timeout`` seconds.
-        """
-        give_up = self.clock() + timeout
-        while True:
-            work = self.take_work()
-            now = self.clock()
-            deadline = self.next_deadline()
-            if work or now >= give_up or deadline is None:
-                return work
-            self.sleep(max(min(deadline, give_up) - now, 0.0005))
-
-    def serve(self, work: Work) -> List[Answer]:
-        """Compute and finish ``work`` in this thread; return one answer per request."""
-        return self.finish(self.compute(work))
 
     def compute(self, work: Work) -> Computed:
         """Preprocess, run one forward pass and postprocess ``work``; change no bookkeeping.

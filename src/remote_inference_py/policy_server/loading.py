@@ -184,7 +184,7 @@ class LoadedPolicy:
         return (f'warm-up: {report.iterations} forward passes (batch sizes '
                 f'{list(report.batch_sizes)}) in {report.total_s:.3f} s, last '
                 f'{report.last_ms:.2f} ms; requests are served '
-                f'{"inline when ready" if self.inline else "by the inference thread"}')
+                f'{"inline when ready" if self.inline else "by the serving thread"}')
 
 
 def load_calibration(path: str) -> Optional[Calibration]:

@@ -47,7 +47,7 @@ Text queries (docs/ask.md): ``policy/ask`` answers the executor's question,
 subtask and steering queries with the runtime's ``generate_text`` (or the ``text_model``'s),
 on a text thread of its own (:class:`.text.TextWorker`): the service callback is a coroutine
 that awaits the text thread's answer, so the node's executor goes on taking samples and
-requests and the inference thread goes on serving chunks while text is generated.
+requests and the serving thread goes on serving chunks while text is generated.
 ``GetCapabilities.text_commands`` lists the kinds offered; a query of another kind is refused
 by name at once.
 
@@ -68,14 +68,16 @@ is; every chunk and error answer carries the
 instance id too. An executor counts the server lost after a lease without any of them.
 
 Threads: callbacks hand samples, admissions and requests to the :class:`.scheduler.Scheduler`
-(the node spins one rclpy executor, see ``run_node``), which owns the serving threads and
-calls the core; its ``publish`` is this node's :meth:`PolicyServerNode.publish_answer`. An
-inference thread serves ready requests (preprocessing, the forward pass, postprocessing) and
-a delivery thread publishes the answers ``extra_latency_s`` holds back. When warm-up
-measured a forward pass within ``inline_serve_max_ms`` (default 2 ms) and one robot is served,
-the callback that makes a request ready serves it itself (one thread hand-off less; the
-inference thread still serves what waits, e.g. a request whose observation is late); a slower
-model or several robots (batched) always go through the inference thread. Nothing is pickled:
+(the node spins one rclpy executor, see ``run_node``), which owns the one serving loop and
+calls the core; its ``publish`` is this node's :meth:`PolicyServerNode.publish_answer`. The
+serving thread turns the loop: it serves ready requests (preprocessing, the forward pass,
+postprocessing), answers observation deadlines and releases the answers ``extra_latency_s``
+holds back. When warm-up measured a forward pass within ``inline_serve_max_ms`` (default
+2 ms) and one robot is served, the callback that makes a request ready turns the same loop
+itself (one thread hand-off less; the serving thread still serves what waits, e.g. a request
+whose observation is late); a slower model or several robots (batched) always go through the
+serving thread. Four working threads in all (:data:`.scheduler.THREADS`): the rclpy spinner,
+the serving thread, the text thread and the presence thread. Nothing is pickled:
 observations and chunks are ROS messages.
 
 A chunk's ``header.stamp`` is the capture stamp of the observation used; when the joint

@@ -16,7 +16,7 @@
 
 The node's ``policy/ask`` service (remote_inference/srv/Ask) hands each query to a
 :class:`TextWorker`, which answers it on a thread of its own, one query at a time, in order.
-Chunk serving never waits for it: the scheduler's inference thread goes on serving every
+Chunk serving never waits for it: the scheduler's serving thread goes on serving every
 session's requests while text is generated (on a 2-core CPU the two compete for cores; on a
 GPU they share it). The session that asked holds its arm and sends no requests meanwhile.
 

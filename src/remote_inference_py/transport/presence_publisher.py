@@ -19,7 +19,7 @@ The policy server's presence samples: a thread of their own, on their own cadenc
 the lease, the period and a sequence number) on each of its topics every ``lease / 8``
 (:func:`~..contract.presence.presence_period`), on absolute deadlines, from a plain thread:
 not an rclpy timer, so neither the node's executor (a callback serving a request inline) nor
-chunk traffic can delay it, and a busy inference thread only competes for the GIL, which the
+chunk traffic can delay it, and a busy serving thread only competes for the GIL, which the
 forward pass releases. After the process was frozen (SIGSTOP) it publishes the moment it runs
 again and then keeps to its deadlines (missed ones are skipped, not caught up).
 """
