@@ -118,14 +118,31 @@ def test_an_unplugged_leader_is_named_and_reopened_only_at_the_reconnect_pace(fo
         with pytest.raises(LeaderFault) as raised:
             arm.read(0.1)
         assert raised.value.kind == 'unplugged' and arm.bus is None
-        with pytest.raises(LeaderFault, match='next reconnect attempt soon'):
-            arm.read(1.09)   # just inside the pace: no attempt
+        with pytest.raises(LeaderFault, match='next attempt to open') as inside:
+            arm.read(1.09)   # just inside the pace: no attempt, the same fault
+        assert inside.value.kind == 'unplugged' and arm.last_open_attempt == 0.1
         with pytest.raises(LeaderFault) as again:
             arm.read(1.11)   # just outside: one attempt, which fails
         assert again.value.kind == 'unplugged' and arm.last_open_attempt == 1.11
     finally:
         arm.close()
         emulator.close()
+
+
+def test_a_motor_missing_when_the_leader_is_opened_is_named_until_the_next_attempt(
+        follower_file):
+    with EmulatorProcess(speed=4000.0, missing=(3,)) as emulator:
+        config = LeaderConfig(port=emulator.port, calibration_file=EXAMPLE,
+                              follower_calibration_file=follower_file,
+                              latency_timer_ms=PATIENT_MS)
+        arm = LeaderArm(config)
+        with pytest.raises(LeaderFault) as raised:
+            arm.read(0.0)   # the first read opens the port
+        assert raised.value.kind == 'motor silent' and '3' in str(raised.value)
+        with pytest.raises(LeaderFault) as again:
+            arm.read(0.5)
+        assert again.value.kind == 'motor silent' and 'next attempt to open' in str(again.value)
+        arm.close()
 
 
 def test_bad_leader_settings_are_refused_by_name(follower_file):

@@ -167,6 +167,7 @@ class LeaderArm:
         self.last_open_attempt: Optional[float] = None
         self.warning = ''   # a hardware error flag seen on the last read ('' none)
         self.written: Tuple[str, ...] = ()   # motors the calibration file was written to
+        self.closed_by: Optional[LeaderFault] = None   # why the port is closed now
 
     def open(self, now: float) -> None:
         """Connect, ping every motor and switch torque off on all (LeRobot's leader)."""
@@ -182,8 +183,9 @@ class LeaderArm:
                 bus.disconnect(disable_torque=False)
             except FeetechError:
                 pass
-            raise name_fault(error) from None
-        self.bus = bus
+            self.closed_by = name_fault(error)
+            raise self.closed_by from None
+        self.bus, self.closed_by = bus, None
 
     def _sync_calibration(self, bus: FeetechBus) -> Tuple[str, ...]:
         """Write the file's homing offsets and limits to the motors that differ (as LeRobot).
@@ -204,14 +206,17 @@ class LeaderArm:
     def read(self, now: float) -> np.ndarray:
         """Return the leader's positions as follower radians, or raise LeaderFault.
 
-        Unplugged, the port is closed and opened again at most every
-        ``reconnect_period_s`` (a re-plugged leader comes back by itself).
+        Unplugged (or a motor missing when the port was opened), the port is closed and opened
+        again at most every ``reconnect_period_s`` (a re-plugged leader comes back by itself);
+        meanwhile each read raises the fault that closed it again.
         """
         if self.bus is None:
             if (self.last_open_attempt is not None
                     and now - self.last_open_attempt < self.config.reconnect_period_s):
-                raise LeaderFault('unplugged', f'port {self.config.port!r} closed; next '
-                                               'reconnect attempt soon')
+                last = self.closed_by or LeaderFault('unplugged', 'the port is closed')
+                detail = str(last)[len(f'leader {last.kind}: '):]
+                raise LeaderFault(last.kind, f'{detail} (next attempt to open '
+                                             f'{self.config.port!r} soon)')
             self.open(now)
         try:
             ticks = self.bus.read_positions()
@@ -222,7 +227,7 @@ class LeaderArm:
             fault = name_fault(error)
             if fault.kind == 'unplugged':
                 self.close()
-                self.last_open_attempt = now
+                self.last_open_attempt, self.closed_by = now, fault
             raise fault from None
         return self.mapping.to_follower(ticks)
 
