@@ -406,6 +406,9 @@ def main(argv=None):
                    f'{options.latency:g} s inference latency')
     for line in headline(summary, options.latency, options.synchronous):
         print(f'demo: {line}')
+    if options.human:
+        print(f'demo: {human_ticks(topics)} of the held ticks followed the human on the leader '
+              'arm (the executor waits for the policy meanwhile)')
     outputs = f'plot {png}'
     if video is not None:
         text = video.communicate()[0].strip()
@@ -485,6 +488,26 @@ class HandBack:
             reply, self.client = self.future.result(), None
             print(f'demo: handed back to the policy at {now - self.started:.2f} s: '
                   f'{reply.message}', flush=True)
+
+
+def human_ticks(topics):
+    """Count the commands sent while the human drove and the leader was followed.
+
+    A command counts when the newest ``executor/status`` at or before it says ``driver``
+    human and no ``leader_fault`` (the rule of the dataset's ``intervention`` rows).
+    """
+    import bisect
+    from remote_inference_py.analysis.summary import stamped
+    statuses = stamped(topics.get('/executor/status', []))
+    stamps = [ns for ns, _ in statuses]
+    count = 0
+    for ns, _ in stamped(topics.get('/joint_commands', [])):
+        index = bisect.bisect_right(stamps, ns) - 1
+        if index >= 0:
+            status = statuses[index][1]
+            count += getattr(status, 'driver', '') == 'human' and not getattr(
+                status, 'leader_fault', '')
+    return count
 
 
 def headline(summary, latency_s, synchronous=False):
