@@ -24,6 +24,8 @@ and the tests); this file only maps it onto launch actions. Examples::
     ros2 launch remote_inference bringup.launch.py side:=robot record:=true bag_dir:=run1
     ros2 launch remote_inference bringup.launch.py record_dataset:=pick_data \
         dataset_repo_id:=me/so101_pick task:='pick up the cube'
+    ros2 launch remote_inference bringup.launch.py backend:=feetech port:=/dev/ttyACM0 \
+        leader_port:=/dev/ttyACM1 leader_calibration_file:=leader.json driver:=human
     ros2 launch remote_inference bringup.launch.py discovery_server:=start      # + a server
     ros2 launch remote_inference bringup.launch.py side:=robot discovery_server:=10.0.0.5:11811
     ros2 launch remote_inference bringup.launch.py backend:=feetech side:=robot \
@@ -74,6 +76,12 @@ ARGUMENTS = (
                              'discovery; start or start:PORT: start a Fast DDS discovery '
                              'server here (port 11811) and use it; HOST:PORT[;HOST:PORT]: use '
                              'running server(s). The ros2 CLI then needs ROS_SUPER_CLIENT=TRUE.'),
+    ('driver', '', 'Who drives the follower once motion starts: policy or human (the leader '
+                   'arm); empty: the config value (policy). Switch while running: ros2 service '
+                   'call /executor/set_driver std_srvs/srv/SetBool "{data: true}".'),
+    ('leader_port', '', 'Serial port of the SO-101 leader arm, e.g. /dev/ttyACM1; empty: no '
+                        'leader arm. See docs/recording.md.'),
+    ('leader_calibration_file', '', "The leader's LeRobot calibration JSON; empty: default."),
     ('log_level', 'info', 'Log level of every node (debug shows per-request details).'),
 )
 
@@ -91,7 +99,9 @@ def _launch_setup(context):
         bag_dir=values['bag_dir'] or time.strftime('remote_inference_%Y%m%d_%H%M%S'),
         cameras=values['cameras'], image_transport=values['image_transport'],
         record_images=record_images, record_dataset=values['record_dataset'],
-        dataset_repo_id=values['dataset_repo_id'])
+        dataset_repo_id=values['dataset_repo_id'], driver=values['driver'],
+        leader_port=values['leader_port'],
+        leader_calibration_file=values['leader_calibration_file'])
     actions = launching.discovery_actions(values['discovery_server'])
     if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ:
         profile = 'fastdds_shm.xml' if values['side'] == 'both' else 'fastdds_lan.xml'

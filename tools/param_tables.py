@@ -45,8 +45,9 @@ def node_specs():
     from remote_inference_py.executor.node import PARAMETERS as EXECUTOR
     from remote_inference_py.hardware.node import PARAMETERS as HARDWARE
     from remote_inference_py.policy_server.node import PARAMETERS as SERVER
+    from remote_inference_py.teleop.node import PARAMETERS as LEADER
     return {'executor': list(EXECUTOR.values()), 'policy_server': list(SERVER.values()),
-            'hardware_interface': list(HARDWARE.values())}
+            'hardware_interface': list(HARDWARE.values()), 'leader_arm': list(LEADER.values())}
 
 
 def render(text, specs):

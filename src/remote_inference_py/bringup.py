@@ -34,6 +34,7 @@ SIDES = ('both', 'robot', 'server')
 BACKENDS = ('sim', 'feetech')
 """The hardware interface's backends (its ``backend`` choices), the simulated arm first."""
 ON_SERVER_LOSS = declared(NodeSettings)['on_server_loss']
+DRIVERS = declared(NodeSettings)['driver'].choices
 """The executor's ``on_server_loss`` setting: the fleet's argument of that name is it."""
 
 
@@ -153,7 +154,7 @@ def check_checkpoint(checkpoint):
 def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', device='cpu',
          deployment='', config_file='', namespace='', task='', share_dir='', record=False,
          bag_dir='', cameras='', image_transport='', record_images=False, record_dataset='',
-         dataset_repo_id=''):
+         dataset_repo_id='', driver='', leader_port='', leader_calibration_file=''):
     """
     Decide what to start from the launch arguments; raise ValueError naming a bad one.
 
@@ -172,6 +173,11 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
     executor's fps; an existing dataset of another fps or robot type is refused here, one of
     other features by the recorder, both before motion: with the config file's ``autostart``
     on, the executor's is turned off and the recorder starts it once the dataset is open.
+    ``leader_port`` adds the leader arm (``leader_arm`` console script, docs/recording.md "A
+    human on the leader arm") on that serial port, calibrated by ``leader_calibration_file``,
+    publishing at the executor's fps, its gripper mapped through the hardware interface's
+    ``calibration_file``; ``driver`` (policy or human; empty: the config file's) is who drives
+    the follower once motion starts (switch while running with ``executor/set_driver``).
     """
     import os
     if backend not in BACKENDS:
@@ -197,13 +203,17 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
         raise ValueError('cameras are for the real arm (backend feetech); the sim renders its '
                          'own (sim_cameras in the config file)')
     dataset = _dataset_plan(record_dataset, dataset_repo_id, config_file, specs)
+    leader = _leader_plan(leader_port, leader_calibration_file, config_file, specs)
+    if driver and driver not in DRIVERS:
+        raise ValueError(f"driver {driver!r} is not one of {', '.join(DRIVERS)}")
     if side == 'server' and not image_transport:
         image_transport = 'compressed'
     overrides = {
         'hardware_interface': {'backend': backend, **({'port': port} if backend == 'feetech'
                                                       else {}),
                                **({'cameras': cameras} if cameras else {})},
-        'executor': {**{k: v for k, v in (('deployment', deployment), ('task', task)) if v},
+        'executor': {**{k: v for k, v in (('deployment', deployment), ('task', task),
+                                          ('driver', driver)) if v},
                      **({'autostart': False} if dataset.get('start_executor') else {})},
         'policy_server': {k: v for k, v in (('checkpoint', checkpoint), ('device', device),
                                             ('deployment', deployment),
@@ -216,7 +226,38 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
             'bag_dir': bag_dir, **({'record_images': True} if record_images else {})}))
     if dataset:
         nodes.append(NodeLaunch('record_dataset', 'dataset_recorder', namespace, '', dataset))
+    if leader:
+        nodes.append(NodeLaunch('leader_arm', 'leader_arm', namespace, '', leader))
     return nodes
+
+
+def _leader_plan(port, calibration_file, config_file, specs):
+    """Return the leader arm's parameters ({} without ``port``); ValueError names a bad one."""
+    import os
+    if not port:
+        if calibration_file:
+            raise ValueError('leader_calibration_file is set but leader_port is empty')
+        return {}
+    if not any(s.name == 'executor' for s in specs):
+        raise ValueError('leader_port needs the executor on this host (side both or robot)')
+    if not os.path.exists(port):
+        raise ValueError(f'leader_port {port!r} does not exist (is the leader arm plugged '
+                         'in?)')
+    if calibration_file and not os.path.isfile(calibration_file):
+        raise ValueError(f'leader_calibration_file {calibration_file!r} does not exist')
+    import yaml
+    from remote_inference_py.executor.config import from_parameters_file
+    config, _ = from_parameters_file(config_file)
+    with open(config_file) as stream:
+        data = yaml.safe_load(stream) or {}
+    follower = ''
+    for key, section in data.items():
+        if str(key).rstrip('/').endswith('hardware_interface') and isinstance(section, dict):
+            follower = (section.get('ros__parameters') or {}).get('calibration_file', follower)
+    return {'port': port, 'publish_rate_hz': float(config.fps),
+            'joint_names': list(config.joint_names),
+            **({'calibration_file': calibration_file} if calibration_file else {}),
+            **({'follower_calibration_file': follower} if follower else {})}
 
 
 def _dataset_plan(folder, repo_id, config_file, specs):

@@ -30,6 +30,13 @@ started; ``--ask-kind`` question, the default, or subtask), through the executor
 the arm held for it: the scripted expert answers from the simulated cube (docs/ask.md). The
 video captions the question while the arm holds, then the answer.
 
+``--human`` lets the scripted expert play the human on the leader arm (the ``expert_leader``
+node publishes ``leader/joint_states``; docs/recording.md, "A human on the leader arm"): the
+executor starts with ``driver`` human and follows it, rate-limited, while the policy is served
+but not asked; ``--hand-back S`` hands the arm to the policy S seconds after motion started
+(``executor/set_driver``), so one run holds frames of both, ``intervention`` true then false,
+in ``--dataset``.
+
 ``--policy demo`` serves the built-in demo policy (a loop in joint space), ``--policy idle``
 one that does nothing (the pick fails), and ``--policy PATH`` a ``.pt2`` / TorchScript
 checkpoint with its manifest or a LeRobot checkpoint folder. A LeRobot folder does not record
@@ -196,6 +203,11 @@ def main(argv=None):
                         'even when the policy does not read it (as --dataset does)')
     parser.add_argument('--no-video', action='store_true', help='skip the video of the run')
     parser.add_argument('--out', default='', help='output folder (default runs/demo_<time>)')
+    parser.add_argument('--human', action='store_true', help='the scripted expert plays the '
+                        'human on the leader arm (the executor follows it; driver human)')
+    parser.add_argument('--hand-back', type=float, default=None, metavar='S',
+                        help='with --human: hand the arm to the policy S s after motion '
+                        'started (executor/set_driver)')
     options = parser.parse_args(argv)
     if options.fps is not None and not 0 < options.fps <= 1000:
         parser.error(f'--fps must be in (0, 1000] Hz, got {options.fps:g}')
@@ -211,6 +223,8 @@ def main(argv=None):
         parser.error(f'--seconds must be > 0, got {options.seconds:g}')
     if not 0 <= options.ask_at <= 600:
         parser.error(f'--ask-at must be between 0 and 600 s, got {options.ask_at:g}')
+    if options.hand_back is not None and not (options.human and options.hand_back > 0):
+        parser.error('--hand-back needs --human and a time > 0 s')
     if not 0 <= options.latency <= 10:
         parser.error(f'--latency must be between 0 and 10 s, got {options.latency:g}')
 
@@ -255,6 +269,10 @@ def main(argv=None):
         return 2
     if options.dataset:   # this script starts the executor once both recorders listen
         extra['dataset_recorder'] = {'start_executor': False}
+    if options.human:   # the expert's leader arm drives from the start
+        extra['executor']['driver'] = 'human'
+        plan.append(bringup.NodeLaunch('expert_leader', 'leader_arm', '', '',
+                                       {'publish_rate_hz': sim_rate_hz(share)}))
     if options.dataset or options.render:
         # A dataset holds the camera even when the policy does not read it (the expert).
         extra['hardware_interface'] = {**extra.get('hardware_interface', {}),
@@ -281,6 +299,10 @@ def main(argv=None):
     procs = {}
     print(f'demo: policy: {policy.label}; inference latency {options.latency:g} s injected',
           flush=True)
+    if options.human:
+        print('demo: the scripted expert plays the human on the leader arm (driver human'
+              + (f'; handed back to the policy at {options.hand_back:g} s)' if
+                 options.hand_back is not None else ')'), flush=True)
     print(f'demo: starting {", ".join(n.name for n in plan)} (logs in {out})', flush=True)
     for spec in plan:
         log = open(out / f'{spec.name}.log', 'wb')
@@ -289,12 +311,14 @@ def main(argv=None):
             start_new_session=True, env={**os.environ, STOP_WITH_PARENT_ENV: str(os.getpid())})
 
     asker = Asker(ActionClient(node, Query, 'executor/query'), Query, options)
+    hand_back = HandBack(node, options.hand_back)
 
     def spin_until(predicate, seconds):
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and not predicate():
             executor.spin_once(timeout_sec=0.02)
             asker.poll(time.monotonic())
+            hand_back.poll(time.monotonic())
         return predicate()
 
     def exited(name):
@@ -332,7 +356,7 @@ def main(argv=None):
             print(f'demo: the system did not start (exited: {dead or "none"}); see the logs '
                   f'in {out}', file=sys.stderr)
             return 1
-        asker.started = time.monotonic()
+        asker.started = hand_back.started = time.monotonic()
         if options.seconds is not None or not policy.picks:
             limit = options.seconds or DEFAULT_LIMIT_S
             print(f'demo: arm moving; running for {limit:g} s', flush=True)
@@ -382,6 +406,9 @@ def main(argv=None):
                    f'{options.latency:g} s inference latency')
     for line in headline(summary, options.latency, options.synchronous):
         print(f'demo: {line}')
+    if options.human:
+        print(f'demo: {human_ticks(topics)} of the held ticks followed the human on the leader '
+              'arm (the executor waits for the policy meanwhile)')
     outputs = f'plot {png}'
     if video is not None:
         text = video.communicate()[0].strip()
@@ -439,6 +466,48 @@ class Asker:
             print(f'demo: the policy answered {result.answer!r}; the arm held '
                   f'{result.hold_s:.2f} s for it (answer after {result.ask_s:.2f} s, then '
                   f'{result.resume_s:.2f} s to the first target of a fresh chunk)', flush=True)
+
+
+class HandBack:
+    """Call executor/set_driver false once, ``at`` s after motion started (``--hand-back``)."""
+
+    def __init__(self, node, at):
+        """Hand back at `at` s after ``started`` is set (never with None)."""
+        from std_srvs.srv import SetBool
+        self.at, self.started, self.future, self.request = at, None, None, SetBool.Request()
+        self.client = node.create_client(SetBool, 'executor/set_driver') if at else None
+
+    def poll(self, now):
+        """Call the service when due; print its answer when it came."""
+        if self.client is None or self.started is None:
+            return
+        if self.future is None and now - self.started >= self.at:
+            self.request.data = False
+            self.future = self.client.call_async(self.request)
+        elif self.future is not None and self.future.done():
+            reply, self.client = self.future.result(), None
+            print(f'demo: handed back to the policy at {now - self.started:.2f} s: '
+                  f'{reply.message}', flush=True)
+
+
+def human_ticks(topics):
+    """Count the commands sent while the human drove and the leader was followed.
+
+    A command counts when the newest ``executor/status`` at or before it says ``driver``
+    human and no ``leader_fault`` (the rule of the dataset's ``intervention`` rows).
+    """
+    import bisect
+    from remote_inference_py.analysis.summary import stamped
+    statuses = stamped(topics.get('/executor/status', []))
+    stamps = [ns for ns, _ in statuses]
+    count = 0
+    for ns, _ in stamped(topics.get('/joint_commands', [])):
+        index = bisect.bisect_right(stamps, ns) - 1
+        if index >= 0:
+            status = statuses[index][1]
+            count += getattr(status, 'driver', '') == 'human' and not getattr(
+                status, 'leader_fault', '')
+    return count
 
 
 def headline(summary, latency_s, synchronous=False):

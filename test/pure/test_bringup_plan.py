@@ -21,6 +21,7 @@ import pytest
 from remote_inference_py import bringup
 from remote_inference_py.policy_server.loading import infer_policy_type
 from remote_inference_py.policy_server.runtimes import RuntimeLoadError
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 
 @pytest.fixture
@@ -237,3 +238,37 @@ def test_record_dataset_adds_the_dataset_recorder_which_starts_the_executor(tmp_
         bringup.plan(share_dir=str(share), record_dataset=str(tmp_path / 'notes'))
     with pytest.raises(ValueError, match='records on the robot side'):
         bringup.plan(share_dir=str(share), side='server', record_dataset=folder)
+
+
+def test_a_leader_port_adds_the_leader_arm_at_the_executor_fps_and_driver_reaches_it(
+        tmp_path, share):
+    port = tmp_path / 'ttyACM1'
+    port.write_text('')
+    leader_file = tmp_path / 'leader.json'
+    leader_file.write_text('{}')
+    nodes = {n.name: n for n in bringup.plan(side='robot', share_dir=share, driver='human',
+                                             leader_port=str(port),
+                                             leader_calibration_file=str(leader_file))}
+    assert list(nodes) == ['hardware_interface', 'executor', 'leader_arm']
+    assert nodes['executor'].overrides == {'driver': 'human'}
+    assert nodes['leader_arm'].overrides == {
+        'port': str(port), 'publish_rate_hz': 30.0, 'calibration_file': str(leader_file),
+        'joint_names': list(SO101_JOINT_NAMES)}
+    assert [n.name for n in bringup.plan(share_dir=share)] == [
+        'hardware_interface', 'executor', 'policy_server']   # no leader_port: as before
+
+
+@pytest.mark.parametrize('changes, message', [
+    ({'driver': 'robot'}, "driver 'robot' is not one of policy, human"),
+    ({'leader_port': '/dev/no_such_leader'},
+     "leader_port '/dev/no_such_leader' does not exist (is the leader arm plugged in?)"),
+    ({'leader_calibration_file': 'x.json'},
+     'leader_calibration_file is set but leader_port is empty'),
+    ({'side': 'server', 'leader_port': '/dev/null'},
+     'leader_port needs the executor on this host (side both or robot)'),
+])
+def test_bad_leader_arguments_are_refused_by_name_before_anything_starts(
+        share, changes, message):
+    with pytest.raises(ValueError) as raised:
+        bringup.plan(share_dir=share, **changes)
+    assert str(raised.value) == message

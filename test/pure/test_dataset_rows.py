@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from remote_inference_py.analysis.dataset_rows import (
-    EpisodeEnd, Row, RowBuilder, schema_from_capabilities, SchemaError)
+    EpisodeEnd, Row, RowBuilder, Schema, schema_from_capabilities, SchemaError, StateFeature)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.robot.units import JointConverter
 
@@ -40,7 +40,9 @@ def build(spec=None, **kwargs):
 def test_schema_is_named_and_shaped_as_the_policy_inputs():
     notes = []
     features = schema(notes=notes).features()
-    assert list(features) == ['observation.state', 'observation.images.front', 'action']
+    assert list(features) == ['observation.state', 'observation.images.front', 'action',
+                              'intervention']
+    assert features['intervention'] == {'dtype': 'bool', 'shape': (1,), 'names': None}
     assert features['observation.state'] == {
         'dtype': 'float32', 'shape': (6,), 'names': [f'{j}.pos' for j in SO101_JOINT_NAMES]}
     assert features['observation.images.front']['shape'] == (48, 64, 3)
@@ -122,3 +124,49 @@ def test_frames_of_another_size_are_left_out_and_named():
     builder.image('front', T0, np.zeros((480, 640, 3), np.uint8))
     assert builder.notes == ["camera 'front' published a (480, 640, 3) frame; the dataset "
                              'records (48, 64, 3): frame left out']
+
+
+def human_run(builder):
+    """Ticks 0-9 the policy drives; 10-19 the human (the leader fails at 15-16); 20-29 the
+    policy again, held until a fresh chunk. Return the events."""
+    events = []
+    for k in range(30):
+        ns = T0 + k * PERIOD
+        events += builder.joint_state(ns - 1000, SO101_JOINT_NAMES, [0.01 * k] * 6)
+        events += builder.command(ns, SO101_JOINT_NAMES, [0.01 * k] * 6)
+        human = 10 <= k < 20
+        fault = 'leader fault: leader motor silent: elbow_flex' if k in (15, 16) else ''
+        state = 'RUNNING' if k < 10 else 'WAITING'
+        events += builder.status(ns + 1000, state, '', 'human' if human else 'policy',
+                                 fault if human else '')
+    return events + builder.finish()
+
+
+def state_only_schema(intervention=True):
+    return Schema(30, 'so101_follower', (StateFeature('observation.state', SO101_JOINT_NAMES,
+                                                      SEMANTICS),), (), SO101_JOINT_NAMES,
+                  SEMANTICS, intervention=intervention)
+
+
+def test_each_frame_says_who_acted_and_the_human_s_held_ticks_are_left_out():
+    builder = RowBuilder(state_only_schema())
+    rows = [e for e in human_run(builder) if isinstance(e, Row)]
+    ticks = [(r.stamp_ns - T0) // PERIOD for r in rows]
+    assert ticks == [*range(10), *range(10, 15), *range(17, 20)]
+    assert [bool(r.frame['intervention'][0]) for r in rows] == [False] * 10 + [True] * 8
+    assert all(r.frame['intervention'].dtype == np.bool_ and r.frame['intervention'].shape == (1,)
+               for r in rows)
+    converter = JointConverter(SEMANTICS, SO101_JOINT_NAMES)   # action: the target sent
+    np.testing.assert_allclose(rows[12].frame['action'],
+                               converter.to_policy(np.full(6, 0.01 * 12)), atol=1e-4)
+    assert builder.counts['intervention'] == 8
+    assert builder.counts['held_or_starved'] == 12   # 2 leader-fault holds, 10 after hand-back
+
+
+def test_a_dataset_without_the_intervention_column_gets_the_policy_s_frames_as_before():
+    builder = RowBuilder(state_only_schema(intervention=False))
+    rows = [e for e in human_run(builder) if isinstance(e, Row)]
+    assert [(r.stamp_ns - T0) // PERIOD for r in rows] == list(range(10))
+    assert 'intervention' not in rows[0].frame
+    assert 'intervention' not in state_only_schema(False).features()
+    assert builder.counts['human_left_out'] == 8

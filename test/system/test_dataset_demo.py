@@ -105,3 +105,39 @@ def test_a_dataset_of_other_features_is_refused_before_the_arm_moves(tmp_path):
     assert "feature 'action' has shape [7]" in log, log
     commands = read_bag(out / 'bag').get('/joint_commands', [])
     assert commands == [], f'{len(commands)} commands sent: the arm moved'
+
+
+def test_the_expert_as_the_human_then_the_policy_each_frame_says_who_acted(tmp_path):
+    """``./run demo --human --hand-back``: the scripted expert on the leader arm, then the
+    policy; the dataset's intervention column is true on the human's frames, then false."""
+    from remote_inference_py.analysis.dataset_writer import import_lerobot_dataset
+    from remote_inference_py.executor.config import ExecutorConfig
+    live, out = tmp_path / 'live', tmp_path / 'demo'
+    demo = run('remote_inference_py.demo', '--human', '--hand-back', '5', '--dataset',
+               str(live), '--repo-id', 'local/dagger', '--no-video', '--out', str(out))
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert 'demo: handed back to the policy at ' in demo.stdout
+    assert 'the policy drives again from a fresh capture' in demo.stdout
+    executor_log = (out / 'executor.log').read_text()
+    assert 'the human on the leader arm drives (driver human)' in executor_log
+    a = import_lerobot_dataset()('local/dagger', root=live)
+    rows = a.hf_dataset.with_format('numpy')
+    human = np.stack(rows['intervention']).reshape(-1).astype(bool)
+    # The human's frames first, then the policy's: one switch, each side non-empty.
+    assert human[0] and not human[-1]
+    assert np.count_nonzero(np.diff(human.astype(int))) == 1, human
+    # The follower never jumped while it followed the leader (max_step_rad a tick).
+    actions = np.stack(rows['action'])[human]
+    assert np.abs(np.diff(actions, axis=0)).max() <= ExecutorConfig().max_step_rad + 1e-5
+    # The demo counts the ticks that followed the human from its bag (the same rule).
+    followed = re.search(r'^demo: (\d+) of the held ticks followed the human', demo.stdout,
+                         re.M)
+    assert followed and abs(int(followed.group(1)) - human.sum()) <= 2, demo.stdout
+    # The bag gives the same column (analyze BAG --dataset reads driver from the status).
+    from_bag = tmp_path / 'from_bag'
+    result = run('remote_inference_py.analysis.analyze', str(out / 'bag'), '--dataset',
+                 str(from_bag), '--repo-id', 'local/dagger', '--semantics', 'si-radians-v1')
+    assert result.returncode == 0, result.stdout + result.stderr
+    b = import_lerobot_dataset()('local/dagger', root=from_bag)
+    np.testing.assert_array_equal(
+        np.stack(b.hf_dataset.with_format('numpy')['intervention']).reshape(-1), human)

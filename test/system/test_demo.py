@@ -113,6 +113,8 @@ def test_the_demo_names_a_bad_policy_before_starting_anything(tmp_path):
     assert not (tmp_path / 'o').exists()
     result = run_demo('--seconds', '-1', timeout=60)
     assert result.returncode == 2 and '--seconds' in result.stderr
+    result = run_demo('--hand-back', '5', timeout=60)   # nobody to hand back from
+    assert result.returncode == 2 and '--hand-back needs --human' in result.stderr
 
 
 def test_each_policy_gets_the_parameters_it_needs(tmp_path):

@@ -87,6 +87,7 @@ def test_a_bag_becomes_a_lerobot_dataset_that_loads_and_iterates(tmp_path):
         assert batch['observation.images.front'].shape[1:] == (3, 48, 64)
         assert batch['observation.state'].shape[1:] == (6,)
         assert batch['action'].shape[1:] == (6,)
+        assert not batch['intervention'].any()   # the policy drove every frame
         for i in range(len(batch['index'])):
             frames.append({key: batch[key][i] for key in batch})
     assert len(frames) == len(expected)
@@ -145,6 +146,28 @@ def test_an_existing_dataset_of_other_fps_robot_or_features_is_refused_by_name(t
     assert writer.errors == []
     dataset = load(folder)
     assert dataset.num_episodes == 2 and dataset.num_frames == 2 * len(expected_rows())
+
+
+def test_a_dataset_recorded_before_the_intervention_column_is_appended_to_as_before(
+        tmp_path):
+    import dataclasses
+    folder = tmp_path / 'dataset'
+    write_bag(tmp_path / 'bag')
+    old = dataclasses.replace(schema(), intervention=False)
+    dataset = dataset_writer.open_dataset(folder, REPO, old)
+    writer = dataset_writer.DatasetWriter(dataset)
+    for event in feed_live(RowBuilder(old)):   # rows without the column, as before
+        writer.put(event)
+    writer.close()
+    assert writer.errors == []
+    notes = []
+    fitted = dataset_writer.as_existing(folder, schema(), notes)
+    assert not fitted.intervention and 'intervention' not in fitted.features()
+    assert notes == [f"the dataset at {str(folder)!r} has no 'intervention' feature (recorded "
+                     'before it existed): appending as before, without the frames a human on '
+                     'the leader arm drives']
+    assert dataset_writer.check_existing(folder, fitted, REPO)
+    assert dataset_writer.as_existing(tmp_path / 'new', schema()) == schema()   # a new one
 
 
 def test_an_encoder_error_is_named_and_the_dataset_keeps_what_was_written(tmp_path):

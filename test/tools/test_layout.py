@@ -34,7 +34,7 @@ ROS_PACKAGES = ('rclpy', 'rcl_interfaces', 'rosidl_runtime_py', 'sensor_msgs', '
 # The modules that map ROS onto the cores; everything else runs without ROS.
 ROS_MODULES = {'executor.node', 'policy_server.node', 'hardware.node', 'common.node_main',
                'common.params', 'analysis.record', 'analysis.dataset_record', 'demo', 'smoke',
-               'evaluation.realtime', 'launching'}
+               'evaluation.realtime', 'launching', 'teleop.node', 'evaluation.expert_leader'}
 
 
 def modules():

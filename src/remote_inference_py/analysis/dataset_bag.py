@@ -105,7 +105,8 @@ def schema_from_info(info, semantics='so101-degrees-gripper-percent-v1', units=N
         elif feature['dtype'] == 'video':
             cameras.append(CameraFeature(key.rsplit('.', 1)[-1], key, tuple(feature['shape'])))
     return Schema(int(info['fps']), info.get('robot_type') or '', tuple(states),
-                  tuple(cameras), joints(action['names']), units.get('action', semantics))
+                  tuple(cameras), joints(action['names']), units.get('action', semantics),
+                  intervention='intervention' in features)
 
 
 def schema_from_bag(path, namespace='', semantics='so101-degrees-gripper-percent-v1', fps=0.0,

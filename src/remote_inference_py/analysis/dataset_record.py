@@ -193,6 +193,7 @@ class DatasetRecorderNode(Node):
             schema = schema_from_capabilities(caps.features, caps.action_names, caps.semantics,
                                               self.settings['fps'],
                                               self.settings['robot_type'], shapes, notes)
+            schema = dataset_writer.as_existing(self.settings['dataset_dir'], schema, notes)
             calibration = (Calibration.load(self.settings['calibration_file'])
                            if self.settings['calibration_file'] else None)
             dataset = dataset_writer.open_dataset(self.settings['dataset_dir'], self.repo_id,

@@ -25,11 +25,18 @@ What a row is (the decisions, also in docs/recording.md):
 
 - One row per control tick that **dispatched** a planned target: a ``joint_commands`` message
   whose executor state (the ``executor/status`` published with or after that tick, at most
-  half a tick later) is RUNNING. Held and starved ticks (WAITING: the first wait, a starved
+  half a tick later) is RUNNING; or one that followed the human on the leader arm: the
+  status says ``driver`` human and no ``leader_fault`` (the executor is WAITING for the
+  policy meanwhile, its plan drained). Held and starved ticks (WAITING: the first wait, a starved
   buffer, a query's hold) and the return home (STOPPING) are left out, not marked: in
   ``lerobot-record`` every frame is an observation and the action the policy chose for it;
   a held tick is the executor's decision, not the policy's, and a policy trained on it learns
-  to stand still. Their counts are diagnostics (the log), not dataset columns.
+  to stand still. Their counts are diagnostics (the log), not dataset columns. A tick the
+  follower held because the leader failed is left out likewise.
+- ``intervention`` (bool, shape (1,)): True on a frame the human on the leader arm drove,
+  False on one the policy drove, for DAgger-style fine-tuning (LeRobot's HIL-SERL records
+  who acted the same way). A dataset recorded before this feature existed is appended to as
+  before: without the column, and without the human's frames.
 - ``action``: the target dispatched at that tick, converted from radians to the policy's
   units and order (:class:`~remote_inference_py.robot.units.JointConverter`).
 - ``observation.state`` (each state feature the policy declares): the newest ``joint_states``
@@ -65,6 +72,8 @@ import numpy as np
 from remote_inference_py.robot.units import JointConverter
 
 JOINT_SUFFIX = '.pos'
+INTERVENTION = 'intervention'
+HUMAN = 'human'   # ExecutorStatus.driver while the human on the leader arm drives
 # Executor states (ExecutorStatus.state_name).
 RUNNING = 'RUNNING'
 WAITING = 'WAITING'
@@ -107,6 +116,7 @@ class Schema:
     cameras: Tuple[CameraFeature, ...]
     action_joints: Tuple[str, ...]
     action_semantics: str
+    intervention: bool = True   # the per-frame ``intervention`` column (see the docstring)
 
     def features(self) -> dict:
         """Return LeRobot's ``features`` dictionary (``LeRobotDataset.create``)."""
@@ -119,6 +129,8 @@ class Schema:
                                     'names': ['height', 'width', 'channels']}
         features['action'] = {'dtype': 'float32', 'shape': (len(self.action_joints),),
                               'names': [j + JOINT_SUFFIX for j in self.action_joints]}
+        if self.intervention:
+            features[INTERVENTION] = {'dtype': 'bool', 'shape': (1,), 'names': None}
         return features
 
 
@@ -243,7 +255,8 @@ class RowBuilder:
         self._joint_states = _Stream()
         self._images = {c.camera: _Stream() for c in schema.cameras}
         self._shapes = {c.camera: tuple(c.shape) for c in schema.cameras}
-        self._statuses: List[Tuple[int, str, str]] = []   # (stamp, state, message)
+        self._statuses: List[Tuple[int, str, str, bool]] = []   # (stamp, state, message,
+        #                                                          the human drove)
         self._pending: List[Tuple[int, np.ndarray, str]] = []
         self._request_tasks: Dict[Tuple[str, int], str] = {}
         self._latched_task = ''
@@ -253,7 +266,8 @@ class RowBuilder:
         self._blocked = ''            # why no episode may start before the next start
         self.notes: List[str] = []    # what was not recorded and why, for the log
         self.counts = {'rows': 0, 'held_or_starved': 0, 'returning': 0, 'outside_run': 0,
-                       'no_observation': 0, 'episodes': 0}
+                       'no_observation': 0, 'episodes': 0, 'intervention': 0,
+                       'human_left_out': 0}
         self.state_names = tuple(j for s in schema.states for j in s.joints)
 
     # ---- messages in --------------------------------------------------------------------
@@ -300,10 +314,17 @@ class RowBuilder:
         self._latched_task = text
         return []
 
-    def status(self, stamp_ns: int, state_name: str, message: str = '') -> list:
-        """Note an executor status; resolve the ticks it settles."""
+    def status(self, stamp_ns: int, state_name: str, message: str = '', driver: str = '',
+               leader_fault: str = '') -> list:
+        """Note an executor status; resolve the ticks it settles.
+
+        ``driver`` and ``leader_fault`` are ExecutorStatus's ('' from an older executor: the
+        policy drives). A tick under ``driver`` human with no ``leader_fault`` followed the
+        human on the leader arm.
+        """
+        human = driver == HUMAN and not leader_fault
         index = bisect.bisect_right([s[0] for s in self._statuses], stamp_ns)
-        self._statuses.insert(index, (stamp_ns, state_name, message))
+        self._statuses.insert(index, (stamp_ns, state_name, message, human))
         return self._advance(stamp_ns)
 
     def command(self, stamp_ns: int, names: Sequence[str], positions: Sequence[float]):
@@ -342,16 +363,16 @@ class RowBuilder:
             return False
         return bool(self._statuses) and self._statuses[-1][0] > stamp_ns + self.period_ns // 2
 
-    def _state_at(self, stamp_ns: int) -> Tuple[str, str]:
+    def _state_at(self, stamp_ns: int) -> Tuple[str, str, bool]:
         limit = stamp_ns + self.period_ns // 2
         index = bisect.bisect_right([s[0] for s in self._statuses], limit)
         if index == 0:
-            return '', ''
+            return '', '', False
         if index > 64:   # keep the status list short: older ones are never asked again
             del self._statuses[:index - 64]
             index = 64
-        _, state, message = self._statuses[index - 1]
-        return state, message
+        _, state, message, human = self._statuses[index - 1]
+        return state, message, human
 
     def _resolve(self, ready) -> list:
         events = []
@@ -361,8 +382,12 @@ class RowBuilder:
         return events
 
     def _tick(self, stamp: int, si: np.ndarray, task: str) -> list:
-        state, message = self._state_at(stamp)
-        if state != RUNNING:
+        state, message, human = self._state_at(stamp)
+        human = human and state in IN_RUN
+        if human and not self.schema.intervention:
+            self.counts['human_left_out'] += 1   # a dataset without the column: as before
+            return []
+        if state != RUNNING and not human:
             if state in ENDED or state not in IN_RUN:
                 self._blocked = ''
                 self.counts['returning' if state == 'STOPPING' else 'outside_run'] += 1
@@ -401,6 +426,9 @@ class RowBuilder:
             frame[camera.key] = sample[1]
             image_stamps[camera.key] = sample[0]
         frame['action'] = self._action_conv.to_policy(si).astype(np.float32)
+        if self.schema.intervention:
+            frame[INTERVENTION] = np.array([human], dtype=bool)
+            self.counts['intervention'] += int(human)
         frame['task'] = task
         events = []
         if not self.in_episode:
@@ -446,7 +474,8 @@ def feed(builder, topic, msg):
     if topic == '/joint_states':
         return builder.joint_state(stamp_ns(msg.header), list(msg.name), list(msg.position))
     if topic == '/executor/status':
-        return builder.status(stamp_ns(msg.header), msg.state_name, msg.message)
+        return builder.status(stamp_ns(msg.header), msg.state_name, msg.message,
+                              getattr(msg, 'driver', ''), getattr(msg, 'leader_fault', ''))
     if topic == '/executor/task':
         return builder.task(msg.data)
     if topic == '/policy/request':

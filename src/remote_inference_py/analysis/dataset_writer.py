@@ -40,6 +40,7 @@ LeRobot's create, add_frame, save_episode and finalize do the writing.
   ``LeRobotDataset(repo_id, root=folder)`` loads and iterates in a torch DataLoader.
 """
 
+import dataclasses
 import errno
 import json
 import logging
@@ -50,7 +51,7 @@ import shutil
 import threading
 import time
 
-from remote_inference_py.analysis.dataset_rows import EpisodeEnd, Row
+from remote_inference_py.analysis.dataset_rows import EpisodeEnd, INTERVENTION, Row
 
 DEFAULT_VCODEC = 'libsvtav1'
 QUEUE_ROWS = 256           # rows waiting for the writer: ~8 s at 30 fps
@@ -69,6 +70,29 @@ def _plain(value):
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def as_existing(folder, schema, notes=None):
+    """Return ``schema`` as the dataset at ``folder`` records it (``schema`` if none is there).
+
+    A dataset recorded before the ``intervention`` column existed is appended to as before:
+    without the column (and so without the frames the human on the leader arm drove), said in
+    ``notes``. Anything else that differs is :func:`check_existing`'s to name.
+    """
+    info_path = pathlib.Path(folder) / 'meta' / 'info.json'
+    if not schema.intervention or not info_path.is_file():
+        return schema
+    try:
+        features = json.loads(info_path.read_text()).get('features', {})
+    except (OSError, ValueError):
+        return schema   # check_existing names it
+    if INTERVENTION in features:
+        return schema
+    if notes is not None:
+        notes.append(f'the dataset at {str(folder)!r} has no {INTERVENTION!r} feature (recorded '
+                     'before it existed): appending as before, without the frames a human on '
+                     'the leader arm drives')
+    return dataclasses.replace(schema, intervention=False)
 
 
 def check_existing(folder, schema, repo_id=''):

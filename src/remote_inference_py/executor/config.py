@@ -32,6 +32,7 @@ import math
 from remote_inference_py.common.settings import check_settings, declared, setting, shared
 from remote_inference_py.contract.check import CHUNK_MERGES, MAX_REQUESTS_IN_FLIGHT
 from remote_inference_py.contract.settings import ContractSettings, MAX_ACTION_RATE_HZ
+from remote_inference_py.executor.driver import DRIVERS
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 
 OUTPUT_FORMATS = ('joint_state', 'float64_multi_array', 'joint_trajectory')
@@ -262,6 +263,20 @@ class NodeSettings:
     steering_period_s: float = setting(
         5.0, 'executor/query steering: motion between two subtask rounds.', unit='s',
         low=0.1, high=3600.0, live=True)
+    driver: str = setting(
+        'policy', 'Who drives the follower once motion starts: policy, or human (the leader '
+        'arm on leader/joint_states); switch while running with executor/set_driver.',
+        choices=DRIVERS)
+    leader_timeout_s: float = setting(
+        0.2, 'While the human drives: hold the follower when the leader has sent nothing '
+        'this long.', unit='s', low=0.01, high=60.0, live=True)
+    catch_up_speed_rad_s: float = setting(
+        0.5, 'While the human drives: joint speed of the catch-up when the leader is far '
+        'from the follower (at the hand-over, after a leader fault).', unit='rad/s',
+        low=0.01, high=10.0, live=True)
+    catch_up_tolerance_rad: float = setting(
+        0.05, 'The catch-up ends (full-rate following begins) once every joint is within '
+        'this of the leader.', unit='rad', low=0.001, high=1.0, live=True)
 
     def __post_init__(self):
         """Check every declared setting; ``expected_features`` ``[any]`` is stored empty."""

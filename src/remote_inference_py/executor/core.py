@@ -256,6 +256,23 @@ class ExecutorCore:
         """End a pause at `now`: move again only from a capture taken after `now`."""
         self._session.resume(now, reason)
 
+    def hold_at(self, command) -> None:
+        """While paused, hold `command` [rad] from the next tick on (the human's target).
+
+        The executor's supervisor steers the hold toward the leader arm while the human
+        drives; a resume then waits from this target, so the arm never steps back to where
+        the pause began. RuntimeError when not paused; ValueError for a wrong length.
+        """
+        if not self._session.paused:
+            raise RuntimeError(f'cannot steer the hold in state {self.state.name} unpaused')
+        vector = self._robot.joint_vector('human target', command)
+        self._robot.held = vector.copy()
+
+    @property
+    def last_command(self):
+        """Return a copy of the last command returned (None before the first)."""
+        return _copy(self._robot.last_command)
+
     def update_config(self, config: ExecutorConfig) -> None:
         """Apply new tunables at once; raise ValueError if a structural field changes."""
         if not isinstance(config, ExecutorConfig):

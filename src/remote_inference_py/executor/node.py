@@ -30,6 +30,8 @@ name                       dir    type                         role
 ``hardware/info``          in     remote_inference/HardwareInfo  position-hold declaration
 ``policy/chunk``           in     remote_inference/ActionChunk   chunks and error answers
 ``policy/presence``        in     remote_inference/ServerPresence  the server's presence samples
+``leader/joint_states``    in     sensor_msgs/JointState       the leader arm, follower radians
+``leader/fault``           in     std_msgs/String              the leader's named fault ('' ok)
 ``policy/request``         out    remote_inference/InferenceRequest
 ``joint_commands``         out    JointState / Float64MultiArray / JointTrajectory (one point)
 ``executor/status``        out    remote_inference/ExecutorStatus  latched, 10 Hz and on change
@@ -37,7 +39,9 @@ name                       dir    type                         role
 =========================  =====  ===========================  ==================================
 
 Services: ``policy/get_capabilities``, ``policy/admit`` and ``policy/ask`` (client),
-``executor/start`` and ``executor/stop`` (``std_srvs/Trigger``).
+``executor/start`` and ``executor/stop`` (``std_srvs/Trigger``), ``executor/set_driver``
+(``std_srvs/SetBool``: true, the human on the leader arm drives; false, the policy drives;
+see :mod:`.driver`).
 
 Action: ``executor/query`` (remote_inference/action/Query): ask the policy a question, for the
 next subtask, or steer, while the arm holds (docs/ask.md). The pure state machine
@@ -82,7 +86,7 @@ from remote_inference.msg import (
 from remote_inference.srv import Admit, Ask, GetCapabilities
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from remote_inference_py.common.node_main import run_node
@@ -131,6 +135,11 @@ class ExecutorNode(Node):
                                callback_group=io)
         self.create_subscription(HardwareInfo, 'hardware/info', self.on_hardware_info,
                                  qos.LATCHED, callback_group=io)
+        subscribe_joint_states(self, 'leader/joint_states', self.on_leader, qos.JOINT_STATES,
+                               callback_group=io)
+        self.create_subscription(
+            String, 'leader/fault', lambda msg: self.hand(self.sup.on_leader_fault, msg.data),
+            qos.LATCHED, callback_group=io)
         # One policy interface per candidate server (policy_servers; '' = policy/... here).
         self.chunk_subs, self.request_pubs = {}, {}
         self.capabilities_clients, self.admit_clients, self.ask_clients = {}, {}, {}
@@ -162,6 +171,8 @@ class ExecutorNode(Node):
                                          callback_group=waits)
         self.create_service(Trigger, 'executor/start', self.on_start, callback_group=waits)
         self.create_service(Trigger, 'executor/stop', self.on_stop, callback_group=io)
+        self.create_service(SetBool, 'executor/set_driver', self.on_set_driver,
+                            callback_group=waits)
         self.live = LiveSettings(self, (self.config, self.settings), self.apply_settings)
         several = len(self.sup.candidates) > 1
         self.get_logger().info(
@@ -203,6 +214,22 @@ class ExecutorNode(Node):
     def _measured(self, positions):
         problem = self.sup.on_measured(positions)
         return [Log('error', problem)] if problem else []
+
+    def on_leader(self, msg):
+        """Hand the leader arm's positions (follower radians) to the owner."""
+        positions = self._by_name(msg, 'leader/joint_states')
+        if positions is not None:
+            self.hand(self.sup.on_leader, positions, time.monotonic())
+
+    async def on_set_driver(self, request, response):
+        """Switch who drives: true, the human on the leader arm; false, the policy."""
+        answer = Future()
+        self.hand(lambda: answer.set_result(self.sup.set_driver(request.data,
+                                                                time.monotonic())))
+        response.success, response.message = await answer
+        self.get_logger().info(f'set_driver {"human" if request.data else "policy"}: '
+                               f'{response.message}')
+        return response
 
     def on_applied(self, msg):
         """Hand the target the driver really applied to the owner."""
@@ -429,6 +456,8 @@ def status_message(sup, tick_periods, stamp, now):
     msg.server_last_seen_s = -1.0 if silence is None else silence
     msg.presence_lease_s = float(sup.settings.presence_lease_s)
     msg.server, msg.server_choice = sup.server, sup.server_choice
+    msg.driver = sup.driver.driver
+    msg.leader_fault = sup.driver.holding if sup.driver.human else ''
     for name in ('failovers', 'buffered_playback_s', 'refill_s', 'effective_refill_s',
                  'last_turnaround_s', 'p50_turnaround_s', 'max_turnaround_s', 'ticks',
                  'requests', 'requests_in_flight', 'request_retries', 'chunks_accepted',

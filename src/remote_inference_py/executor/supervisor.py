@@ -25,7 +25,12 @@ by one thread in a known order, and nothing here needs a lock. The supervisor co
   :mod:`.handshake`), stepped once per tick;
 - the admitted server's presence (:class:`.server_lease.ServerPresence`);
 - the repeat of a session's first request (:class:`.first_request.FirstAnswer`);
-- the running query (:class:`.query.Query`) and the task it may override.
+- the running query (:class:`.query.Query`) and the task it may override;
+- who drives (:class:`.driver.Driver`): the policy, or a human on the leader arm
+  (``executor/set_driver``, the ``driver`` parameter). The human's hand-over pauses the core
+  as a query does (plan discarded, requests drained); each tick then steers the core's hold
+  toward the leader, rate-limited; the hand-back resumes the core, which moves again only from
+  a fresh capture. A leader fault or silence holds the follower where it is.
 
 It decides what the node used to: when motion may start (:meth:`start_refusal`, the one
 rule for the ``executor/start`` service, ``autostart`` and the tick), when a failover begins
@@ -51,6 +56,7 @@ from remote_inference_py.executor import query as queries
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 from remote_inference_py.executor.core import (
     Chunk, ChunkVerdict, ExecutorCore, RequestOrder, State)
+from remote_inference_py.executor.driver import Driver, FollowLimits, HUMAN, POLICY
 from remote_inference_py.executor.first_request import FirstAnswer
 from remote_inference_py.executor.handshake import (
     Admitted, Client, Hardware, Log, Phase, Refused)
@@ -188,6 +194,16 @@ class Supervisor:
         self.last_status = None
         self.last_summary = now
         self.last_stats = None
+        self.driver = Driver(config.joint_names, self._follow_limits(),
+                             settings.leader_timeout_s)
+        self.driver_changed = False   # publish the status at the next tick
+
+    def _follow_limits(self) -> FollowLimits:
+        cfg, settings = self.config, self.settings
+        return FollowLimits(lower=cfg.lower_limits(), upper=cfg.upper_limits(),
+                            max_step_rad=cfg.max_step_rad,
+                            catch_up_step_rad=settings.catch_up_speed_rad_s * cfg.tick_period,
+                            catch_up_tolerance_rad=settings.catch_up_tolerance_rad)
 
     # ---- settings and admission's client ---------------------------------------------------
 
@@ -212,6 +228,7 @@ class Supervisor:
         if 'task' in changes:   # the user's task replaces a subtask answer
             self.task_override = None
         self.admission.update(self.client())
+        self.driver.configure(self._follow_limits(), settings.leader_timeout_s)
 
     @property
     def task(self) -> str:
@@ -236,6 +253,76 @@ class Supervisor:
         self.hardware = hardware
         if hardware.state == 'fault':
             self.core.on_actuation_failed(f'hardware interface fault: {message}', now)
+
+    # ---- the leader arm and who drives ----------------------------------------------------
+
+    def on_leader(self, positions, now: float) -> List[object]:
+        """Take a leader sample [rad, config order] heard at `now`; return a log if bad."""
+        problem = self.driver.on_leader(positions, now)
+        return [Log('error', problem)] if problem else []
+
+    def on_leader_fault(self, fault: str) -> List[object]:
+        """Take the leader node's named fault ('' once healthy); log a change."""
+        if fault == self.driver.leader_fault:
+            return []
+        self.driver.on_leader_fault(fault)
+        if fault:
+            return [Log('error', f'leader arm fault: {fault}' + (
+                '; the follower holds' if self.driver.human else ''))]
+        return [Log('info', 'leader arm healthy again')]
+
+    def set_driver(self, human: bool, now: float):
+        """Answer executor/set_driver: return (success, message)."""
+        wanted = HUMAN if human else POLICY
+        if self.driver.driver == wanted:
+            return True, f'the {wanted} already drives'
+        if self.query is not None:
+            return False, 'a query is running (executor/query): cancel it first'
+        if human:
+            if self.core.state not in (State.RUNNING, State.WAITING):
+                return False, (f'motion has not started (state {self.core.state.name}): start '
+                               'it first, or launch with driver:=human')
+            try:
+                self._take(now)
+            except RuntimeError as error:
+                return False, f'cannot hand over to the human: {error}'
+            problem = self.driver.problem(now)
+            return True, 'the human drives' + (f'; holding: {problem}' if problem else '')
+        self._hand_back(now)
+        return True, ('the policy drives again from a fresh capture'
+                      if self.core.state in (State.RUNNING, State.WAITING) else
+                      f'the policy drives (state {self.core.state.name})')
+
+    def _take(self, now: float) -> None:
+        """Hand over to the human: pause the core (drain), follow the leader from the hold."""
+        self.core.pause(now, 'the human on the leader arm')
+        self.driver.take()
+        self.driver_changed = True
+
+    def _hand_back(self, now: float) -> None:
+        self.driver.hand_back()
+        self.driver_changed = True
+        if self.core.paused:
+            self.core.resume(now, 'the human handed back to the policy')
+
+    def _follow(self, now: float, actions: List[object]) -> bool:
+        """Steer the hold toward the leader (the human drives); return True on a change."""
+        if not (self.core.paused and self.core.state in (State.RUNNING, State.WAITING)):
+            return False
+        previous = self.core.last_command
+        target, problem = self.driver.target(previous, now)
+        if target is not None:
+            self.core.hold_at(target)
+        if problem == self.driver.holding:
+            return False
+        if problem:
+            actions.append(Log('error', f'the follower holds: {problem}'))
+        else:
+            actions.append(Log('info', 'following the leader arm'
+                                       + (' (catching up first)' if self.driver.catching_up
+                                          else '')))
+        self.driver.holding = problem
+        return True
 
     # ---- server side ---------------------------------------------------------------------
 
@@ -341,6 +428,8 @@ class Supervisor:
 
     def begin_query(self, goal: Any, kind: str, text: str) -> str:
         """Accept a query goal, or return why it is refused (nothing moves then)."""
+        if self.driver.human:
+            return 'the human drives (executor/set_driver): hand back to the policy first'
         refused = queries.refusal(
             kind, text, offered=tuple(getattr(self.capabilities, 'text_commands', ())),
             admitted=self.admission.phase is Phase.ADMITTED, state=self.core.state.name,
@@ -372,9 +461,14 @@ class Supervisor:
             self.core.start(now)
             self.start_requested = False
             actions.append(Log('info', 'motion started'))
+            if self.settings.driver == HUMAN:
+                self._take(now)
+                actions.append(Log('info', 'the human on the leader arm drives (driver human)'))
         changed = False
         if self.query is not None:   # before the core's tick: a pause holds the last sent
             changed = self._query_step(now, io.ask_reply, actions, dispatched=False)
+        if self.driver.human:   # before the core's tick: it sends the steered hold
+            self.driver_changed = self._follow(now, actions) or self.driver_changed
         out = self.core.tick(now)
         if self.query is not None and not changed:
             changed = self._query_step(now, None, actions, dispatched=(
@@ -397,9 +491,9 @@ class Supervisor:
         if out.command is not None:
             actions.append(SendCommand(out.command, now))
         actions += [Log('info', event) for event in out.events]
-        if out.events or changed or self.last_status is None \
+        if out.events or changed or self.driver_changed or self.last_status is None \
                 or now - self.last_status >= STATUS_PERIOD_S:
-            self.last_status = now
+            self.last_status, self.driver_changed = now, False
             actions.append(PublishStatus())
         if now - self.last_summary >= SUMMARY_PERIOD_S:
             self.last_summary = now

@@ -1,0 +1,128 @@
+# Copyright 2026 remote_inference contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A human on the leader arm over real DDS: the leader_arm node on an emulated bus drives the
+executor's follower.
+
+Processes: the servo bus emulator as the leader (its shafts moved by a scripted trajectory
+through the emulator's control interface), the installed ``leader_arm`` console script on it,
+and the executor with the scripted server and the kinematic arm of test_executor_node.py.
+The test switches who drives with ``executor/set_driver`` and reads the commands the arm
+applied and the executor's status. Counts, states, orderings and stamps; no speed asserted.
+"""
+
+from node_fixtures import IDS
+from robot_fixtures import EXAMPLE
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import SetBool
+from test_executor_node import commands, start_system
+
+from remote_inference_py.robot.calibration import Calibration
+from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.transport import qos
+
+MAX_STEP = 0.5   # node_fixtures.EXECUTOR's max_step_rad
+LEADER = {'calibration_file': EXAMPLE, 'follower_calibration_file': EXAMPLE,
+          'latency_timer_ms': 100.0}
+CAL = Calibration.load(EXAMPLE)
+
+
+def leader_radians(ticks):
+    return [CAL.ticks_to_radians(name, t) for name, t in zip(SO101_JOINT_NAMES, ticks)]
+
+
+def mid(offset=0):
+    """Leader shaft ticks (present frame) near each joint's mid-range, shoulder_pan moved."""
+    ticks = [int(round(CAL[name].mid)) for name in SO101_JOINT_NAMES]
+    ticks[0] += offset
+    return ticks
+
+
+def move_leader(emulator, ticks):
+    for name, value in zip(SO101_JOINT_NAMES, ticks):
+        emulator.set(IDS[name], 'Present_Position', value)
+
+
+def request_stamp(msg):
+    return msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+
+
+def test_the_human_drives_rate_limited_faults_hold_and_the_hand_back_needs_a_fresh_capture(
+        emulator, processes, ros):
+    node, spinner = ros
+    leader_proc = processes.console_script(
+        'leader_arm', params={'port': emulator.port, **LEADER}, node_name='leader_arm')
+    faults, leader_states = [], []
+    node.create_subscription(String, 'leader/fault', lambda m: faults.append(m.data),
+                             qos.LATCHED)
+    node.create_subscription(JointState, 'leader/joint_states', leader_states.append,
+                             qos.JOINT_STATES)
+    watch, arm, server, executor = start_system(
+        processes, ros, server={'delay_s': 0.05},
+        executor={'catch_up_speed_rad_s': 2.0, 'leader_timeout_s': 0.5})
+    spinner.until(lambda: emulator.get(1, 'Homing_Offset') == -1195, 20,
+                  'the leader calibration written')
+    move_leader(emulator, mid())
+    spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
+    spinner.until(lambda: leader_states, 10, 'leader/joint_states')
+    assert {emulator.get(i, 'Torque_Enable') for i in IDS.values()} == {0}
+    set_driver = node.create_client(SetBool, 'executor/set_driver')
+
+    # policy -> human: the arm goes to the leader, never by more than max_step_rad a tick.
+    before = len(commands(arm))
+    reply = spinner.call(set_driver, SetBool.Request(data=True))
+    assert reply.success, reply.message
+    handed = node.get_clock().now().nanoseconds
+    spinner.until(lambda: watch.last.driver == 'human', 5, 'status driver human')
+    goal = leader_radians(mid(300))   # the scripted human: shoulder_pan +26 degrees
+    move_leader(emulator, mid(300))
+    spinner.until(lambda: commands(arm) and abs(commands(arm)[-1][1][0] - goal[0]) < 1e-6,
+                  15, 'the follower at the leader')
+    followed = [values for _, values in commands(arm)[before:]]
+    steps = [max(abs(a - b) for a, b in zip(p, q)) for p, q in zip(followed, followed[1:])]
+    assert max(steps) <= MAX_STEP + 1e-9, 'a jump while following the leader'
+    for joint in range(6):
+        assert abs(followed[-1][joint] - goal[joint]) < 1e-6, SO101_JOINT_NAMES[joint]
+    spinner.spin_for(0.5)
+    assert not [r for r in watch.requests if request_stamp(r) > handed + 10**8], \
+        'requests sent while the human drives'
+
+    # A silent leader motor: named on leader/fault and in the status; the follower holds.
+    emulator.inject_fault(3, 'no_reply')
+    spinner.until(lambda: faults and faults[-1].startswith('leader motor silent'), 10,
+                  'leader/fault names the silent motor')
+    spinner.until(lambda: watch.last.leader_fault.startswith('leader fault: leader motor '
+                                                             'silent'), 5, 'status names it')
+    move_leader(emulator, mid(-300))   # the human moves on: not followed during the fault
+    held_from = len(commands(arm))
+    spinner.spin_for(1.0)
+    held = {tuple(values) for _, values in commands(arm)[held_from:]}
+    assert len(held) == 1 and abs(next(iter(held))[0] - goal[0]) < 1e-6, 'did not hold'
+    assert 'leader motor silent' in leader_proc.output()
+
+    # human -> policy: motion resumes only from a chunk on a capture after the hand-back.
+    emulator.clear_faults()
+    spinner.until(lambda: faults[-1] == '', 10, 'leader healthy again')
+    reply = spinner.call(set_driver, SetBool.Request(data=False))
+    assert reply.success and 'fresh capture' in reply.message, reply.message
+    back = node.get_clock().now().nanoseconds
+    spinner.until(lambda: watch.last.driver == 'policy' and watch.state() == 'RUNNING', 10,
+                  'the policy drives again')
+    after = [r for r in watch.requests if request_stamp(r) >= back - 10**8]
+    assert after, 'no request after the hand-back'
+    first = after[0].earliest_capture_stamp
+    assert first.sec * 10**9 + first.nanosec >= back - 10**8   # a capture after the hand-back
+    assert executor.stop() == 0
