@@ -24,8 +24,10 @@ shared-memory segment of it is left behind. ``./run test --under-load`` runs it 
 hogs.
 """
 
+import contextlib
 import signal
 
+from emulator import EmulatorProcess
 from node_fixtures import EXECUTOR
 import pytest
 from ros_fixtures import dead_segments, NodeProcess, teardown_deadlocked
@@ -42,12 +44,21 @@ NODES = {   # name: (parameters, a line it logs once ready, the line its stop pa
     'hardware_interface': ({'backend': 'sim', 'sim_render': False,
                             'shutdown_grace_s': GRACE_S}, 'active: torque on',
                            'hardware interface stopped'),
+    'leader_arm': ({}, 'publishing leader/joint_states', 'leader arm stopped'),  # bus below
 }
 
 
 @pytest.mark.parametrize('name', NODES)
 def test_a_node_stops_within_its_bounds_every_time(name, tmp_path, ros):
     params, ready, stopped = NODES[name]
+    with contextlib.ExitStack() as bus:
+        if name == 'leader_arm':   # the leader's servo bus, emulated
+            params = {**params, 'port': bus.enter_context(EmulatorProcess()).port}
+        stop_again_and_again(name, params, ready, stopped, tmp_path)
+
+
+def stop_again_and_again(name, params, ready, stopped, tmp_path):
+    """Start node `name` and stop it STOPS times, checking each stop (module doc)."""
     bound = GRACE_S + CLEANUP_REPORT_S + TEARDOWN_BOUND_S
     before = dead_segments()
     for index in range(STOPS):

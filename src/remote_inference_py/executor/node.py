@@ -129,14 +129,15 @@ class ExecutorNode(Node):
 
         io = MutuallyExclusiveCallbackGroup()
         waits = ReentrantCallbackGroup()    # coroutines awaiting the owner block nothing
-        subscribe_joint_states(self, 'joint_states', self.on_joint_states, qos.JOINT_STATES,
-                               callback_group=io)
-        subscribe_joint_states(self, 'applied_command', self.on_applied, qos.COMMANDS,
-                               callback_group=io)
+        # The measured pose, the target the driver applied, the leader arm (follower radians).
+        for topic, function, role, stamped in (
+                ('joint_states', self._measured, qos.JOINT_STATES, False),
+                ('applied_command', self.sup.on_applied, qos.COMMANDS, False),
+                ('leader/joint_states', self.sup.on_leader, qos.JOINT_STATES, True)):
+            subscribe_joint_states(self, topic, self._positions(topic, function, stamped), role,
+                                   callback_group=io)
         self.create_subscription(HardwareInfo, 'hardware/info', self.on_hardware_info,
                                  qos.LATCHED, callback_group=io)
-        subscribe_joint_states(self, 'leader/joint_states', self.on_leader, qos.JOINT_STATES,
-                               callback_group=io)
         self.create_subscription(
             String, 'leader/fault', lambda msg: self.hand(self.sup.on_leader_fault, msg.data),
             qos.LATCHED, callback_group=io)
@@ -205,37 +206,31 @@ class ExecutorNode(Node):
             return None
         return np.array([msg.positions[index[n]] for n in self.config.joint_names])
 
-    def on_joint_states(self, msg):
-        """Hand the measured pose to the owner."""
-        positions = self._by_name(msg, 'joint_states')
-        if positions is not None:
-            self.hand(self._measured, positions)
+    def _positions(self, topic, function, stamped):
+        """Return a JointState callback handing `function` the positions (and arrival time)."""
+        def callback(msg):
+            positions = self._by_name(msg, topic)
+            if positions is not None:
+                self.hand(function, positions, *((time.monotonic(),) if stamped else ()))
+        return callback
 
     def _measured(self, positions):
         problem = self.sup.on_measured(positions)
         return [Log('error', problem)] if problem else []
 
-    def on_leader(self, msg):
-        """Hand the leader arm's positions (follower radians) to the owner."""
-        positions = self._by_name(msg, 'leader/joint_states')
-        if positions is not None:
-            self.hand(self.sup.on_leader, positions, time.monotonic())
+    async def _owner_answer(self, function, *args):
+        """Await what `function(*args)` returns, called on the owner's thread."""
+        answer = Future()
+        self.hand(lambda: answer.set_result(function(*args)))
+        return await answer
 
     async def on_set_driver(self, request, response):
         """Switch who drives: true, the human on the leader arm; false, the policy."""
-        answer = Future()
-        self.hand(lambda: answer.set_result(self.sup.set_driver(request.data,
-                                                                time.monotonic())))
-        response.success, response.message = await answer
+        response.success, response.message = await self._owner_answer(
+            self.sup.set_driver, request.data, time.monotonic())
         self.get_logger().info(f'set_driver {"human" if request.data else "policy"}: '
                                f'{response.message}')
         return response
-
-    def on_applied(self, msg):
-        """Hand the target the driver really applied to the owner."""
-        positions = self._by_name(msg, 'applied_command')
-        if positions is not None:
-            self.hand(self.sup.on_applied, positions)
 
     def on_hardware_info(self, msg):
         """Hand what the hardware declares to the owner (a driver fault stops motion)."""
@@ -258,9 +253,7 @@ class ExecutorNode(Node):
 
     async def on_start(self, request, response):
         """Start motion once admitted, measured and (if required) position hold declared."""
-        answer = Future()
-        self.hand(lambda: answer.set_result(self.sup.request_start()))
-        response.success, response.message = await answer
+        response.success, response.message = await self._owner_answer(self.sup.request_start)
         return response
 
     def on_stop(self, request, response):
@@ -402,14 +395,7 @@ class ExecutorNode(Node):
         return Time(nanoseconds=int(round((core_time + self._clock_offset()) * 1e9))).to_msg()
 
     def _send_request(self, order, task):
-        msg = InferenceRequest(session_id=self.sup.core.session_id, request_id=order.request_id,
-                               task=task)
-        msg.header.stamp = self._stamp(order.sent_time)
-        msg.earliest_capture_stamp = self._stamp(order.earliest_capture_time)
-        if order.plan is not None:
-            msg.plan_start_stamp = self._stamp(order.plan.start)
-            msg.plan_steps, msg.frozen_steps = order.plan.steps, order.plan.frozen_steps
-            msg.plan_positions = order.plan.positions.reshape(-1).tolist()
+        msg = request_message(order, task, self.sup.core.session_id, self._stamp)
         self.request_pubs[self.sup.server].publish(msg)
         self.sup.sent(msg, time.monotonic())
         self.get_logger().debug(f'request {order.request_id} ({order.kind}): playback at '
@@ -430,8 +416,7 @@ class ExecutorNode(Node):
     def publish_status(self, final=False):
         """Publish the current numbers on executor/status (the owner's thread, or close).
 
-        Stamped with the tick the numbers are of (however long the tick's work took), so its
-        tick counts and its stamp agree on the executor's grid; the final one with its time.
+        Stamped with the tick the numbers are of, so its counts and stamp agree on the grid.
         """
         now = time.monotonic() if final or self.tick_time is None else self.tick_time
         self.status_pub.publish(status_message(self.sup, self.tick_periods, self._stamp(now),
@@ -443,6 +428,18 @@ class ExecutorNode(Node):
         self.publish_status(final=True)
         for publisher in (self.command_pub, self.status_pub, *self.request_pubs.values()):
             publisher.wait_for_all_acked(Duration(seconds=1.0))
+
+
+def request_message(order, task, session_id, stamp):
+    """Return the InferenceRequest of `order`; `stamp` turns core times into ROS stamps."""
+    msg = InferenceRequest(session_id=session_id, request_id=order.request_id, task=task)
+    msg.header.stamp = stamp(order.sent_time)
+    msg.earliest_capture_stamp = stamp(order.earliest_capture_time)
+    if order.plan is not None:
+        msg.plan_start_stamp = stamp(order.plan.start)
+        msg.plan_steps, msg.frozen_steps = order.plan.steps, order.plan.frozen_steps
+        msg.plan_positions = order.plan.positions.reshape(-1).tolist()
+    return msg
 
 
 def status_message(sup, tick_periods, stamp, now):

@@ -106,13 +106,14 @@ class LeaderArmNode(Node):
 
     def request_stop(self, reason):
         """Stop reading (the leader has no motion of its own to end)."""
-        self.get_logger().info(f'stopping: {reason}')
+        self.get_logger().info(f'stop requested: {reason}')
         self.finished = True
 
     def close(self):
         """Stop ticking and close the port."""
         self.ticker.stop()
         self.arm.close()
+        self.get_logger().info(f'leader arm stopped after {self.reads} reads; port closed')
 
 
 def main(args=None):
