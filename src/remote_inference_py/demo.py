@@ -404,11 +404,9 @@ def main(argv=None):
     png = plot_run(topics, out / 'run.png',
                    title=f'remote_inference demo: {policy.label.split(" (")[0]}, '
                    f'{options.latency:g} s inference latency')
-    for line in headline(summary, options.latency, options.synchronous):
+    human = human_ticks(topics) if options.human else 0
+    for line in headline(summary, options.latency, options.synchronous, human):
         print(f'demo: {line}')
-    if options.human:
-        print(f'demo: {human_ticks(topics)} of the held ticks followed the human on the leader '
-              'arm (the executor waits for the policy meanwhile)')
     outputs = f'plot {png}'
     if video is not None:
         text = video.communicate()[0].strip()
@@ -510,8 +508,12 @@ def human_ticks(topics):
     return count
 
 
-def headline(summary, latency_s, synchronous=False):
-    """Say in two lines what the run showed: the task, and that the arm did not wait."""
+def headline(summary, latency_s, synchronous=False, human=0):
+    """Say in two lines what the run showed: the task, and that the arm did not wait.
+
+    ``human`` of the held ticks followed the human on the leader arm (the executor holds the
+    policy's side meanwhile, and moves its hold toward the leader).
+    """
     lines = []
     if summary.task is not None and summary.task.success:
         lines.append(f'the arm picked up the cube {summary.task.completion_time_s:.1f} s after '
@@ -524,8 +526,9 @@ def headline(summary, latency_s, synchronous=False):
         f'{summary.chunks_accepted} chunks computed {mode}, '
         f'{summary.turnaround_p50_s * 1e3:.0f} ms each (p50; {latency_s:g} s injected): '
         f'{summary.dispatched_ticks} ticks played from the buffer, {summary.held_ticks} held '
+        + (f'({human} following the human on the leader arm, the rest ' if human else '')
         + ('waiting for chunks' if synchronous else 'waiting for the first chunk')
-        + f', {summary.starved_ticks} starved')
+        + (')' if human else '') + f', {summary.starved_ticks} starved')
     return lines
 
 

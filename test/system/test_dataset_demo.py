@@ -130,7 +130,7 @@ def test_the_expert_as_the_human_then_the_policy_each_frame_says_who_acted(tmp_p
     actions = np.stack(rows['action'])[human]
     assert np.abs(np.diff(actions, axis=0)).max() <= ExecutorConfig().max_step_rad + 1e-5
     # The demo counts the ticks that followed the human from its bag (the same rule).
-    followed = re.search(r'^demo: (\d+) of the held ticks followed the human', demo.stdout,
+    followed = re.search(r'held \((\d+) following the human on the leader arm', demo.stdout,
                          re.M)
     assert followed and abs(int(followed.group(1)) - human.sum()) <= 2, demo.stdout
     # The bag gives the same column (analyze BAG --dataset reads driver from the status).
