@@ -34,7 +34,7 @@ from remote_inference.msg import (
     ActionChunk, ExecutorStatus, HardwareInfo, InferenceRequest, ServerPresence)
 from ros_fixtures import clean_dead_segments
 from sensor_msgs.msg import JointState
-from timing_rules import grid_error_ticks, refill_rule_explains
+from timing_rules import grid_error_ticks, GRID_SLACK_TICKS, refill_rule_explains
 
 from remote_inference_py.contract.check import PRESENCE_LEASE_S
 from remote_inference_py.contract.presence import presence_tolerance
@@ -95,11 +95,14 @@ def test_continuous_motion_then_clean_stop_returns_to_initial_pose(processes, ro
     assert steady.chunks_accepted - start.chunks_accepted >= 2
     # Judged by the executor's rules on its own stamps (test/timing_rules.py).
     worst = max(s.max_turnaround_s for s in watch.statuses if s.ticks >= start.ticks)
-    assert steady.starved_ticks == start.starved_ticks or refill_rule_explains(
+    starved = steady.starved_ticks - start.starved_ticks
+    assert starved == 0 or refill_rule_explains(
         worst, EXECUTOR['refill_seconds'], 30), 'starved while playback covered delay'
-    assert steady.chunks_dropped == 0
+    # A starve drains the request in flight; only its late chunk may be dropped (stale).
+    assert steady.chunks_dropped - start.chunks_dropped <= (1 if starved else 0), \
+        steady.last_drop_reason
     off = grid_error_ticks(start, steady, 30)
-    assert abs(off) <= 1.0, f'the tick count {off:+.2f} off its grid'
+    assert abs(off) <= GRID_SLACK_TICKS, f'the tick count {off:+.2f} off its grid'
     moving = commands(arm)
     assert len(moving) >= 45
     assert max(abs(v) for _, values in moving for v in values) > 0.05, 'the arm never moved'

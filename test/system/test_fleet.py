@@ -28,7 +28,7 @@ import pytest
 from remote_inference.msg import ExecutorStatus
 from ros2_cli import Launch, ros2_or_skip
 from ros_fixtures import clean_dead_segments
-from timing_rules import grid_error_ticks, refill_rule_explains
+from timing_rules import grid_error_ticks, GRID_SLACK_TICKS, refill_rule_explains
 
 from remote_inference_py.transport import qos
 
@@ -71,7 +71,7 @@ class Fleet:
             f'{robot} {what}: {starved} starved ticks, every turnaround within the refill '
             f'(max {worst:.3f} s): {status.message}')
         off = grid_error_ticks(before, status, FPS)
-        assert abs(off) <= 1.0, f'{robot} {what}: the tick count {off:+.2f} off its grid'
+        assert abs(off) <= GRID_SLACK_TICKS, f'{robot} {what}: tick count {off:+.2f} off its grid'
 
     def states(self):
         return {r: self.status[r].state_name if r in self.status else '' for r in ROBOTS}

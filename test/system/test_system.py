@@ -224,7 +224,11 @@ def test_continuous_motion_below_the_horizon_and_more_actions_than_synchronous(s
             assert last.state_name == 'RUNNING'
             assert last.starved_ticks - first.starved_ticks == held
             assert last.chunks_accepted - first.chunks_accepted >= 3
-            assert last.chunks_dropped == 0
+            # A wait drains the requests in flight and drops their late chunks as stale: a
+            # drop only ever follows a hold (one a stalled host explains, above).
+            assert last.chunks_dropped - first.chunks_dropped <= (1 if held else 0), (
+                f'{last.chunks_dropped - first.chunks_dropped} chunks dropped after {held} held '
+                f'ticks: {last.last_drop_reason}')
             assert rates[mode] > 25.0, f'dispatched {rates[mode]:.1f} actions/s at 30 Hz'
             assert last.p50_turnaround_s >= 0.3
             moved = np.ptp(np.array(run.commands_seen), axis=0).max()
