@@ -89,6 +89,7 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from remote_inference_py.common.clock import clock_offset
 from remote_inference_py.common.node_main import run_node
 from remote_inference_py.common.params import (
     build_configs, declare_parameters, declared, LiveSettings)
@@ -383,13 +384,12 @@ class ExecutorNode(Node):
     # ---- messages out -------------------------------------------------------------------
 
     def _clock_offset(self):
-        """Return ROS time minus the core's monotonic clock [s], the two read back to back.
+        """Return ROS time minus the core's monotonic clock [s] (:func:`.clock.clock_offset`).
 
-        Stamps cross between the clocks through this offset only: a conversion against a
-        `now` read earlier would shift by however long the caller waited (milliseconds under
-        load), enough to move a capture onto the next action step.
+        Stamps cross between the clocks through this offset only, read anew each time (the ROS
+        clock may be stepped) and never against a `now` read earlier.
         """
-        return self.get_clock().now().nanoseconds * 1e-9 - time.monotonic()
+        return clock_offset(lambda: self.get_clock().now().nanoseconds * 1e-9)
 
     def _stamp(self, core_time):
         return Time(nanoseconds=int(round((core_time + self._clock_offset()) * 1e9))).to_msg()
