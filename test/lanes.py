@@ -164,8 +164,15 @@ class LaneScheduling:
         self.node2pending[node] = []
 
     def add_node_collection(self, node, collection) -> None:
-        """Record a worker's collection; it must be the same as the others'."""
-        assert node in self.node2pending
+        """Record a worker's collection; it must be the same as the others'.
+
+        A worker that never took part is ignored: pytest-xdist shuts a replacement worker down
+        instead of adding it when it comes up while the run is shutting down, and a second
+        crash then clears that state before the replacement's collection arrives (seen with
+        ``--reruns``, a worker crashing twice; an assertion here was an INTERNALERROR).
+        """
+        if node not in self.node2pending:
+            return
         reference = self.collection or next(iter(self.node2collection.values()), None)
         if reference is not None and list(collection) != list(reference):
             from xdist.report import report_collection_diff

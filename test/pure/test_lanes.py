@@ -143,6 +143,22 @@ def test_a_crashed_workers_tests_go_back_to_the_head_of_their_lanes():
     assert not scheduler.tests_finished and scheduler.has_pending
 
 
+def test_the_collection_of_a_worker_that_never_took_part_is_ignored():
+    timed = [Worker('gw0'), Worker('gw1')]
+    scheduler = start(timed, ['popen', 'popen'])
+    for worker in timed:
+        scheduler.add_node_collection(worker, COLLECTION)
+    scheduler.schedule()
+    scheduler.remove_node(timed[0])
+    replacement = Worker('gw3')      # shut down by xdist when it came up: never added
+    replacement.shutdown()
+    scheduler.add_node_collection(replacement, COLLECTION)
+    assert replacement not in scheduler.nodes and not replacement.held
+    while timed[1].held:
+        run_one(scheduler, timed[1])
+    assert scheduler.tests_finished
+
+
 def test_without_a_niced_worker_the_timed_workers_run_everything():
     timed = [Worker('gw0'), Worker('gw1')]
     scheduler = start(timed, ['popen', 'popen'])
