@@ -31,6 +31,21 @@ import pytest
 TEST_DIR = pathlib.Path(__file__).resolve().parents[1]
 CRASHING = 'test/tools/test_lint.py::test_kills_its_worker'   # a background lane file
 
+KILLER = """import os
+
+
+def test_kills_its_worker(request):
+    db = getattr(request.config, 'failures_db', None)
+    if db is not None:   # a round trip: the controller has this test's rerun count
+        db.get_test_reruns(request.node.nodeid)
+    os._exit(3)
+"""
+"""The crashing test. pytest-rerunfailures sends a test's rerun count to the controller
+without waiting for it to be stored; a worker that dies at once races that message, and when
+the crash is handled first the controller sees 0 reruns and reports the crash as failed without
+a rerun (a loaded CI run did). A test that crashes after running a while never races it; a
+``get`` on the same connection is answered only after the ``set`` before it is stored."""
+
 
 def write_suite(folder: pathlib.Path) -> None:
     (folder / 'pytest.ini').write_text('[pytest]\n')
@@ -40,8 +55,7 @@ def write_suite(folder: pathlib.Path) -> None:
         'import lanes\n\n\n'
         'def pytest_xdist_make_scheduler(config, log):\n'
         '    return lanes.make_scheduler(config, log)\n')
-    for level, text in (('tools', 'import os\n\n\ndef test_kills_its_worker():\n'
-                                  '    os._exit(3)\n'),
+    for level, text in (('tools', KILLER),
                         ('pure', ''.join(f'def test_{n}():\n    pass\n\n\n' for n in 'abcd'))):
         (folder / 'test' / level).mkdir(parents=True)
         name = 'test_lint.py' if level == 'tools' else 'test_plain.py'
