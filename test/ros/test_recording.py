@@ -25,7 +25,8 @@ from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from remote_inference_py.analysis.bag import read_bag, typestore
 from remote_inference_py.analysis.record import Recorder
-from remote_inference_py.analysis.summary import summarize, turnarounds
+from remote_inference_py.analysis.summary import stamp_ns, summarize, turnarounds
+from remote_inference_py.executor.refill import STEADY_WINDOW
 from remote_inference_py.transport import qos
 
 
@@ -162,15 +163,20 @@ def test_a_recorder_that_falls_behind_still_gets_the_turnaround(processes, ros, 
         assert 0.3 <= pairs[request_id].seconds < 1.3, pairs[request_id]
     summary = summarize(topics)
     assert 0.3 <= summary.turnaround_p50_s <= summary.turnaround_max_s < 1.3
-    # The executor's own measurement (its status, independent of the recorder) agrees. Its
-    # median leaves out the startup request (sent while holding, so the server also waited for
-    # an observation): compare it with the refills' turnarounds, every answered one but the
-    # first. A CI run compared it with all of them and differed by 75 ms: the startup 0.455 s
-    # and one refill 0.305 s have a median of 0.38 s, the refill alone 0.305 s.
-    executor_p50 = topics['/executor/status'][-1][1].p50_turnaround_s
-    refills = [t.seconds for t in turnarounds(topics)][1:]
-    assert len(refills) >= 2, refills
-    assert abs(statistics.median(refills) - executor_p50) < 0.05, (refills, executor_p50)
+    # The executor's own measurement (its status, independent of the recorder) contains the
+    # server's: a stamp turnaround is the time the server measured between taking the request
+    # and publishing the chunk, inside the executor's send-to-receive interval on this host.
+    # So over the same requests the recorded median is at most the executor's, however late
+    # the recorder was (a turnaround taken from the recorder's receive times would exceed it);
+    # how much lower it is is the host's delivery time, not the recorder's. The executor's
+    # median leaves out the startup request (sent while holding): compare it with the
+    # refills', every answered one but the first (all within its window of STEADY_WINDOW).
+    # (A chunk the server finished after the executor's last status never reached its median.)
+    last_status = topics['/executor/status'][-1][1]
+    executor_p50, last_ns = last_status.p50_turnaround_s, stamp_ns(0, last_status)
+    refills = [t.seconds for t in turnarounds(topics)[1:] if t.ready_ns < last_ns]
+    assert 2 <= len(refills) <= STEADY_WINDOW, refills
+    assert 0.3 <= statistics.median(refills) <= executor_p50, (refills, executor_p50)
     result = subprocess.run([str(INSTALL_LIB / 'analyze'), str(bag)], capture_output=True,
                             text=True)
     assert result.returncode == 0, result.stderr
