@@ -222,7 +222,9 @@ def pytest_runtest_logreport(report):
     path = os.environ.get('RI_TEST_COST_LOG')
     if path and WORKER is None and report.outcome in ('failed', 'rerun'):
         crash = getattr(report.longrepr, 'reprcrash', None)
-        why = ' '.join(str(crash.message if crash else report.longrepr).split())[:300]
+        why = ' '.join(str(crash.message if crash else report.longrepr).split())
+        if len(why) > 1500:   # a message ends with what failed (a step's stderr, say)
+            why = f'{why[:300]} [...] {why[-1200:]}'
         with open(path, 'a') as log:   # the controller's view: every worker's, crashes too
             log.write(f'{report.outcome}\t{report.when}\t{report.nodeid}\t{why}\n')
 
