@@ -51,6 +51,7 @@ from remote_inference_py.analysis.dataset_rows import (
 from remote_inference_py.analysis.record import deep
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import declare_parameters, ParamSpec
+from remote_inference_py.common.service_call import RetriedCall
 from remote_inference_py.transport import qos
 
 PARAMETERS = (
@@ -101,11 +102,12 @@ class DatasetRecorderNode(Node):
         self.open_result = None
         self.hardware = None
         self.capabilities = None
-        self.capabilities_future = None
         self.began = time.monotonic()
         self.executor_seen = False
         self.notes_said = 0
-        self.caps_client = self.create_client(GetCapabilities, 'policy/get_capabilities')
+        self.caps_call = RetriedCall(
+            self.create_client(GetCapabilities, 'policy/get_capabilities'),
+            GetCapabilities.Request)
         self.start_client = self.create_client(Trigger, 'executor/start')
         self.create_subscription(HardwareInfo, bringup.HARDWARE_INFO.name, self.on_hardware,
                                  qos.LATCHED)
@@ -145,14 +147,10 @@ class DatasetRecorderNode(Node):
                          f'{self.settings["setup_timeout_s"]:.0f} s')
             return
         if self.capabilities is None:
-            if self.capabilities_future is None and self.caps_client.service_is_ready():
-                self.capabilities_future = self.caps_client.call_async(GetCapabilities.Request())
-            if self.capabilities_future is not None and self.capabilities_future.done():
-                result = self.capabilities_future.result()
-                self.capabilities_future = None
-                if result is not None and result.success:
-                    self.capabilities = result
-                    self.caps_at = time.monotonic()
+            result = self.caps_call.poll()   # asked again while a reply does not come
+            if result is not None and result.success:
+                self.capabilities = result
+                self.caps_at = time.monotonic()
             return
         if self.opening is None:
             if not self._cameras_declared() and time.monotonic() - self.caps_at < CAMERA_WAIT_S:

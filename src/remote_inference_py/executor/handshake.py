@@ -48,13 +48,12 @@ import dataclasses
 import enum
 from typing import Any, List, Optional, Sequence, Tuple
 
+from remote_inference_py.common.service_call import RETRY_S   # a lost reply: ask again
 from remote_inference_py.common.settings import check_settings, setting_of
 from remote_inference_py.contract.check import (
     AdmitRequest, check_admission, FeatureDeclaration, protocol_for, ServerContract)
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 
-RETRY_S = 2.0
-"""Ask again from the start when a request got no reply within this long [s]."""
 
 WAITING_LOG_PERIOD_S = 5.0
 """Say what admission waits for at most this often [s]."""
