@@ -38,5 +38,4 @@ def spin(node_class):
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        destroy_bounded(node)
-        rclpy.try_shutdown()
+        destroy_bounded(node, shutdown=True)

@@ -278,19 +278,26 @@ def run_node(node_factory, args=None, config_errors=()):
                 # its discovery thread (docs/tests.md). Bounded: after TEARDOWN_BOUND_S every
                 # thread's stack goes to stderr and the process exits with code 1, instead
                 # of hanging until someone kills it.
-                destroy_bounded(node, exit_code)
-        rclpy.try_shutdown()
+                destroy_bounded(node, exit_code, shutdown=True)
+        rclpy.try_shutdown()   # no node made (a bad parameter): nothing of DDS to wait on
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     return exit_code
 
 
-def destroy_bounded(node, exit_code=0):
-    """Destroy `node`'s endpoints; after TEARDOWN_BOUND_S, name the hang and exit (module)."""
+def destroy_bounded(node, exit_code=0, shutdown=False):
+    """Destroy `node`'s endpoints; after TEARDOWN_BOUND_S, name the hang and exit (module).
+
+    With `shutdown`, rclpy's context is shut down inside the same bound: that deletes the DDS
+    participant, and a loaded test run saw a peer whose endpoints were gone still in its
+    teardown 20 s after SIGINT.
+    """
     bound = threading.Timer(TEARDOWN_BOUND_S, _teardown_hung, (node.get_name(), exit_code))
     bound.daemon = True
     bound.start()
     node.destroy_node()
+    if shutdown:
+        rclpy.try_shutdown()
     bound.cancel()
 
 
