@@ -334,27 +334,37 @@ def main(argv=None):
             for info in node.get_subscriptions_info_by_topic('/joint_commands'))
 
     def start_executor():
-        """Wait for the admission and the recorders' topics, then call executor/start."""
+        """Wait for the admission and the recorders' topics, call executor/start; return ''
+        once running, else which wait ran out."""
         if not spin_until(lambda: statuses and statuses[-1].state_name == 'READY'
                           and not recorder.unmatched() and dataset_ready() or any_exited(),
                           150) or any_exited():
-            return False
+            waits = [what for what, done in (
+                ('the executor READY', statuses and statuses[-1].state_name == 'READY'),
+                ("the bag's topics", not recorder.unmatched()),
+                ('the dataset recorder', dataset_ready())) if not done]
+            return f'no {", ".join(waits)} within 150 s' if waits else 'a node exited'
         client = node.create_client(Trigger, 'executor/start')
         if not spin_until(client.service_is_ready, 30):
-            return False
+            return 'no executor/start service within 30 s'
         future = client.call_async(Trigger.Request())
-        if not spin_until(future.done, 30) or not future.result().success:
-            return False
-        return spin_until(lambda: statuses and statuses[-1].state_name in ('RUNNING', 'WAITING')
-                          or any_exited(), 30) and not any_exited()
+        if not spin_until(future.done, 30):
+            return 'no answer from executor/start within 30 s'
+        if not future.result().success:
+            return f'executor/start refused: {future.result().message}'
+        if not spin_until(lambda: statuses and statuses[-1].state_name in ('RUNNING', 'WAITING')
+                          or any_exited(), 30) or any_exited():
+            return 'the executor was not RUNNING within 30 s of its start'
+        return ''
 
     executor_code = None
     video = None
     try:
-        if not start_executor():
+        why = start_executor()
+        if why:
             dead = [n for n, p in procs.items() if p.poll() is not None]
-            print(f'demo: the system did not start (exited: {dead or "none"}); see the logs '
-                  f'in {out}', file=sys.stderr)
+            print(f'demo: the system did not start: {why} (exited: {dead or "none"}); see the '
+                  f'logs in {out}', file=sys.stderr)
             return 1
         asker.started = hand_back.started = time.monotonic()
         if options.seconds is not None or not policy.picks:
