@@ -14,6 +14,7 @@
 
 """The executor's control loop thread: deadlines on a grid, stalls, errors, stopping."""
 
+import math
 import threading
 import time
 
@@ -45,9 +46,15 @@ class SimulatedTime:
         self.now += seconds
 
 
-def simulated(period, work, ticks):
-    """Run a Ticker on simulated time for `ticks` ticks; `work(index)` is each tick's cost [s]."""
+def simulated(period, work, ticks, oversleep=lambda index: 0.0):
+    """Run a Ticker on simulated time for `ticks` ticks; `work(index)` is each tick's cost [s]
+    and `oversleep(index)` how much later than asked the wait before it ends [s]."""
     sim, times = SimulatedTime(), []
+    sleep = sim.sleep
+
+    def late_sleep(seconds):
+        sleep(seconds)
+        sim.now += oversleep(len(times))
     ticker = None
 
     def tick():
@@ -57,7 +64,7 @@ def simulated(period, work, ticks):
             ticker.stop()
 
     errors = []
-    ticker = Ticker(period, tick, errors.append, clock=sim.clock, sleep=sim.sleep)
+    ticker = Ticker(period, tick, errors.append, clock=sim.clock, sleep=late_sleep)
     ticker.start()
     ticker._thread.join(5.0)
     assert not errors and not ticker.running
@@ -75,6 +82,26 @@ def test_after_a_stall_one_late_tick_then_back_on_the_grid():
     # One tick at once when the stall ends (0.145), then the grid (0.16, 0.18, ...): not a
     # burst replaying the missed ones.
     assert times == [0.0, 0.02, 0.04, 0.145, 0.16, 0.18, 0.2, 0.22]
+
+
+def grid_indices(times, period):
+    """The grid index nearest each tick's time, as the executor core counts a tick."""
+    return [math.floor(t / period + 0.5) for t in times]
+
+
+@pytest.mark.parametrize('late', [0.009, 0.011, 0.026, 0.029, 0.031])
+def test_a_tick_that_began_late_is_not_followed_at_once_by_one_for_the_same_point(late):
+    # The wait before the third tick (due 0.04) ends `late` s after its deadline: just inside
+    # half a period (0.009) the tick stands for 0.04; just past it (0.011) and up to a period
+    # and a half (0.029) for 0.06; past that (0.031) for 0.08. Whichever, the next tick is at
+    # the grid point after it, and no two ticks stand for one point.
+    period = 0.02
+    times = simulated(period, lambda index: 0.001, 6,
+                      oversleep=lambda index: late if index == 2 else 0.0)
+    indices = grid_indices(times, period)
+    assert indices == sorted(set(indices)), (times, indices)
+    served = 2 + (late > 0.01) + (late > 0.03)
+    assert indices[2] == served and times[3] == pytest.approx(period * (served + 1))
 
 
 def test_a_stall_of_exactly_one_period_does_not_skip():

@@ -24,9 +24,14 @@ on its own thread (``time.sleep`` is an absolute ``clock_nanosleep`` on CLOCK_MO
 calls the tick there, so the node can spin the EventsExecutor for its messages. Deadlines stay
 on the grid ``start + k * period``; after a stall the loop ticks once at once and skips the
 other deadlines it missed instead of running them back to back (as rclpy's timers do; the
-executor core counts the skipped ticks from its time stamps).
+executor core counts the skipped ticks from its time stamps). A tick stands for the grid point
+nearest to when it began, as the core counts it, and the next deadline is the point after that
+one: a tick that began late (past half a period) is not followed at once by a second tick for
+the same point. Before, it was, the core moved that second tick on to the next index, and the
+executor stayed a tick ahead of its grid from then on (a loaded fleet test saw two such ticks).
 """
 
+import math
 import threading
 import time
 from typing import Callable
@@ -65,19 +70,20 @@ class Ticker:
 
     def _run(self) -> None:
         period = self.period_s
-        deadline = self._clock()
+        origin = deadline = self._clock()
         while not self._stop.is_set():
             delay = deadline - self._clock()
             if delay > 0.0:
                 self._sleep(delay)
                 if self._stop.is_set():
                     return
+            began = self._clock()
             try:
                 self._tick()
             except BaseException as error:  # noqa: B902 - handed to the owner, loop ends
                 self._on_error(error)
                 return
-            deadline += period
-            late = self._clock() - deadline
-            if late >= period:     # run the latest missed deadline at once, skip the others
-                deadline += (late // period) * period
+            # The next deadline is the one after the grid point this tick stood for (the
+            # nearest to when it began): at once if that is past, never one a tick served.
+            served = math.floor((began - origin) / period + 0.5)
+            deadline = origin + (served + 1) * period
