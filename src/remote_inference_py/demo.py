@@ -334,8 +334,7 @@ def main(argv=None):
             for info in node.get_subscriptions_info_by_topic('/joint_commands'))
 
     def start_executor():
-        """Wait for the admission and the recorders' topics, call executor/start; return ''
-        once running, else which wait ran out."""
+        """Wait for admission and recorders, start; return '' or which wait ran out."""
         if not spin_until(lambda: statuses and statuses[-1].state_name == 'READY'
                           and not recorder.unmatched() and dataset_ready() or any_exited(),
                           150) or any_exited():
