@@ -60,15 +60,16 @@ def test_the_demo_picks_up_the_cube_and_shows_it(tmp_path):
         r'\d+', row(result.stdout, 'requests / chunks accepted / dropped')))
     assert accepted >= 2 and dispatched > 60, result.stdout
     # A chunk is dropped only for timing: the answer to a request the query's hold drained,
-    # one superseded by a newer chunk, one that came too late to use (a loaded machine), or
-    # one that came after the stop. Never for its content or its session.
+    # or that came while the query held (a loaded run: the answer was on its way when the
+    # pause began), one superseded by a newer chunk, one that came too late to use, or one
+    # that came after the stop. Never for its content or its session.
     topics = read_bag(out / 'bag')
     statuses = [m for _, m in topics['/executor/status']]
     reasons = {m.last_drop_reason for m in statuses if m.last_drop_reason}
     assert statuses[-1].chunks_dropped == dropped and (reasons or not dropped)
     for reason in reasons:
-        assert re.match(r'(stale: .* drained when|superseded: |unusable: all \d+ steps|'
-                        r'executor is STOPPING)', reason), reason
+        assert re.match(r'(stale: .* drained when|paused for a query: |superseded: |'
+                        r'unusable: all \d+ steps|executor is STOPPING)', reason), reason
     # No starved tick but the wait for the fresh chunk after the answer, and one turnaround
     # for each dropped chunk (30 Hz).
     p50, turnaround_max = (float(v) for v in re.findall(
