@@ -178,6 +178,43 @@ def test_a_refusal_at_admission_moves_on_to_the_next_candidate_then_names_them_a
     assert f"'{second}': refused" in actions[0].reason
 
 
+FULL = SimpleNamespace(
+    success=False, message='server full: max_clients=2', session_id='', instance_id='')
+
+
+def refused_by_up_while_down_is_silent(refused_at):
+    """Choose 'up' (SURVEY_WAIT_S after its answer, 'down' silent); 'up' refuses at refused_at."""
+    machine = Selection(CLIENT, ['up', 'down'], 0.0)
+    step(machine, 0.0, ready={'up': True, 'down': True})
+    step(machine, 0.1, answers={'up': caps(1, 2)})
+    actions = step(machine, 0.2 + SURVEY_WAIT_S, answers={'up': caps(1, 2)})
+    assert kinds(actions)[:2] == ['Log', 'Chosen'] and machine.current == 'up'
+    step(machine, refused_at - 0.2, ready={'up': True})
+    step(machine, refused_at - 0.1, reply=caps(1, 2))
+    return machine, step(machine, refused_at, reply=FULL)
+
+
+def test_a_refusal_while_another_candidate_is_silent_surveys_again_until_the_timeout():
+    # On a busy host one server may answer late: filled up meanwhile, 'up' refuses us; the
+    # survey starts again (asking 'up' anew, so its old answer is not taken), and 'down'
+    # answering with room admits us there.
+    machine, actions = refused_by_up_while_down_is_silent(9.99)   # just inside the timeout
+    assert kinds(actions) == ['Log', 'AskCandidate'] and actions[1].candidate == 'up'
+    assert "surveying again, as 'down' has not answered yet" in actions[0].text
+    assert machine.phase is Phase.DISCOVER and not machine.done
+    actions = step(machine, 10.0, answers={'up': caps(2, 2), 'down': caps(0, 2)})
+    assert kinds(actions)[:2] == ['Log', 'Chosen'] and machine.current == 'down'
+    assert "'up': full (2/2 clients); 'down': 0/2 clients" in actions[0].text
+
+
+def test_a_refusal_after_the_timeout_refuses_naming_the_silent_candidate():
+    machine, actions = refused_by_up_while_down_is_silent(10.01)   # just outside
+    assert kinds(actions) == ['Refused'] and machine.done
+    assert actions[0].reason == (
+        "no candidate policy server admitted us: 'up': refused: server refused admission: "
+        "server full: max_clients=2; 'down': no answer")
+
+
 def test_failover_survey_skips_the_lost_server_and_says_so():
     machine = Selection(CLIENT, ['gpu1', 'gpu2'], 0.0, exclude=['gpu1'])
     actions = step(machine, 0.0, ready={'gpu1': True, 'gpu2': True})

@@ -84,7 +84,9 @@ class Fleet:
         try:
             self.spinner.until(check, timeout, what)
         except AssertionError as error:
-            raise AssertionError(f'{error}; states {self.states()}\n'
+            why = ''.join(f'\n{r}: {s.message}' for r, s in self.status.items()
+                          if s.state_name == 'FAULT')   # first: a long log is cut in the middle
+            raise AssertionError(f'{error}; states {self.states()}{why}\n'
                                  f'{launch.output()[-8000:]}') from None
 
 

@@ -35,7 +35,10 @@ The choice rule (:func:`choose_server`), per candidate:
 
 The survey ends when every candidate has answered, or :data:`SURVEY_WAIT_S` after the first
 usable answer (a server that is down does not hold the others up), or after the admission
-timeout. No usable candidate: a refusal before motion naming each candidate and why.
+timeout. No usable candidate: a refusal before motion naming each candidate and why. When
+every ranked candidate refused at admission while another had not answered yet (a server
+still starting on a busy host), the survey starts again, until the admission timeout: a
+robot is not refused for the one server it could not hear from in time.
 """
 
 import dataclasses
@@ -271,10 +274,27 @@ class Selection:
             self._begin(following, now)
             actions.append(Chosen(following, self.choice))
             return
+        silent = [c for c in self.candidates if c not in self.answers]
+        if silent and now - self.started <= self.client.timeout_s:
+            self._survey_again(silent, reason, now, actions)
+            return
         notes = dict(self.choice.notes) if self.choice else {}
         notes.update({c: f'refused: {r}' for c, r in self.refusals})
         text = '; '.join(f'{candidate_label(c)}: {notes[c]}' for c in self.candidates)
         self._refuse(f'no candidate policy server admitted us: {text}', actions)
+
+    def _survey_again(self, silent: Sequence[str], reason: str, now: float,
+                      actions: List[object]) -> None:
+        names = ', '.join(candidate_label(c) for c in silent)
+        actions.append(Log('warning', f'server {candidate_label(self.current)} refused: '
+                                      f'{reason}; surveying again, as {names} has not '
+                                      'answered yet'))
+        answered = list(self.answers)
+        self.handshake, self.current, self.choice = None, None, None
+        self.answers, self.first_usable = {}, None
+        for candidate in answered:   # asked again now, so no old answer is taken for new
+            self.asked[candidate] = now
+            actions.append(AskCandidate(candidate))
 
     def _refuse(self, reason: str, actions: List[object]) -> None:
         self.refused = True
