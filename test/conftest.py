@@ -167,8 +167,8 @@ def ros(ros_context, request):
     yield node, Spinner(executor)
     # Bounded like the nodes' (node_main.destroy_bounded): Fast DDS 3.2 can deadlock tearing
     # endpoints down (docs/tests.md); a worker stuck there names it, prints every stack and
-    # exits after TEARDOWN_BOUND_S, so pytest-xdist reports this test as crashed at once
-    # instead of the stuck-test bound ending the worker 15 minutes later.
+    # exits after TEARDOWN_BOUND_S (GIL_FREE_EXTRA_S later if the stuck call holds the GIL),
+    # so pytest-xdist reports this test as crashed instead of the worker hanging.
     from remote_inference_py.common.node_main import destroy_bounded
     executor.remove_node(node)
     executor.shutdown()

@@ -318,10 +318,12 @@ def teardown_deadlocked(returncode, output):
 
     That is Fast DDS 3.2's deadlock between deleting a DataWriter and its discovery
     announcement timer (docs/tests.md), after the node's own clean-up was done: the
-    node's teardown bound named it (``common/node_main.py``), its stacks name ``destroy_node``,
+    node's teardown bound named it (``common/node_main.py``), or its GIL-free bound printed the
+    stacks (``Timeout (...)!``: the stuck call held the GIL), the stacks name ``destroy_node``,
     and the process exited with 1.
     """
-    return returncode == 1 and TEARDOWN_HUNG in output and 'in destroy_node' in output
+    return returncode == 1 and 'in destroy_node' in output and (
+        TEARDOWN_HUNG in output or 'Timeout (' in output)
 
 
 def dead_segments():

@@ -25,7 +25,7 @@ import psutil
 from ros_fixtures import clean_dead_segments, teardown_deadlocked
 
 from remote_inference_py.common.node_main import (
-    REPEAT_WINDOW_S, stop_with_parent, STOP_WITH_PARENT_ENV, StopSignals)
+    REPEAT_WINDOW_S, stop_with_parent, STOP_WITH_PARENT_ENV, StopSignals, TEARDOWN_HUNG)
 
 NODE = textwrap.dedent("""
     import gc
@@ -63,6 +63,7 @@ def test_objects_made_while_starting_are_kept_out_of_garbage_collections():
 
 
 SLOW_CLEANUP_NODE = textwrap.dedent("""
+    import ctypes
     import sys
     import time
     from rclpy.node import Node
@@ -78,6 +79,8 @@ SLOW_CLEANUP_NODE = textwrap.dedent("""
             print('closed', flush=True)
 
         def destroy_node(self):
+            if sys.argv[2] == 'gil':   # as rclpy's C++ destroy in that deadlock: the GIL held
+                ctypes.PyDLL(None).sleep(int(sys.argv[1]))
             time.sleep(float(sys.argv[1]))   # 120: as Fast DDS deleting an endpoint in a deadlock
             super().destroy_node()
 
@@ -87,8 +90,8 @@ SLOW_CLEANUP_NODE = textwrap.dedent("""
 """)
 
 
-def run_slow_cleanup(destroy_s):
-    return subprocess.run([sys.executable, '-c', SLOW_CLEANUP_NODE, str(destroy_s)],
+def run_slow_cleanup(destroy_s, how='released'):
+    return subprocess.run([sys.executable, '-c', SLOW_CLEANUP_NODE, str(destroy_s), how],
                           capture_output=True, text=True, timeout=60, env=dict(os.environ))
 
 
@@ -108,6 +111,18 @@ def test_a_teardown_that_hangs_after_the_clean_up_ends_the_process_naming_the_ca
     assert 'in destroy_node' in result.stderr and 'in run_node' in result.stderr, result.stderr
     assert teardown_deadlocked(result.returncode, result.stderr)   # excused in a test peer
     assert 'removed its' in result.stderr and not clean_dead_segments()   # none left behind
+
+
+def test_a_teardown_that_hangs_holding_the_gil_still_ends_the_process():
+    # No Python thread runs while the stuck call holds the GIL (a worker hung for good so):
+    # faulthandler's watchdog, a C thread, ends it GIL_FREE_EXTRA_S after the bound.
+    result = run_slow_cleanup(120, 'gil')   # within the 60 s timeout, or it raises
+    assert result.returncode == 1, result.stderr
+    assert 'closed' in result.stdout
+    assert TEARDOWN_HUNG not in result.stderr   # the named bound could not run ...
+    assert 'Timeout (0:00:07)!' in result.stderr and 'in destroy_node' in result.stderr
+    assert teardown_deadlocked(result.returncode, result.stderr)   # ... and it is recognised
+    clean_dead_segments()   # what the process could not remove itself
 
 
 STOPPING_NODE = textwrap.dedent("""

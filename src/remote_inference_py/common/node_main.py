@@ -43,8 +43,10 @@ wrong), and 130 when interrupted. After ``close()`` (the node's own stop: the ar
 torque off), destroying the node's DDS endpoints is bounded by ``TEARDOWN_BOUND_S``: a process
 still in it then says so (:data:`TEARDOWN_HUNG`: Fast DDS 3.2 can deadlock there), prints every
 thread's stack, removes the shared-memory segments it owns (nobody else would: a process that
-exits holding them leaks them) and exits with 1; a slow ``close()`` is only reported, after
-``CLEANUP_REPORT_S``.
+exits holding them leaks them) and exits with 1. That needs the GIL, which rclpy holds through
+the C++ call Fast DDS deadlocks in; so :data:`GIL_FREE_EXTRA_S` later, faulthandler's watchdog
+(a C thread) prints every stack and exits with 1 even then. A slow ``close()`` is only
+reported, after ``CLEANUP_REPORT_S``.
 
 Nodes used with :func:`run_node` provide ``finished``, ``exit_code``, ``request_stop(reason)``
 and ``close()`` (release hardware; called exactly once, also after errors).
@@ -145,6 +147,8 @@ EXECUTORS = ('events', 'single')
 SPIN_PERIOD_S = 0.1
 CLEANUP_REPORT_S = 8.0
 TEARDOWN_BOUND_S = 10.0
+GIL_FREE_EXTRA_S = 5.0
+"""After TEARDOWN_BOUND_S, this much more ends a teardown stuck holding the GIL [s]."""
 TEARDOWN_HUNG = 'destroying the DDS endpoints did not return within'
 
 
@@ -295,10 +299,17 @@ def destroy_bounded(node, exit_code=0, shutdown=False):
     bound = threading.Timer(TEARDOWN_BOUND_S, _teardown_hung, (node.get_name(), exit_code))
     bound.daemon = True
     bound.start()
-    node.destroy_node()
-    if shutdown:
-        rclpy.try_shutdown()
-    bound.cancel()
+    # The timer needs the GIL; a test run hung for good in rclpy's Publisher.destroy, which
+    # holds it through Fast DDS's deadlock. faulthandler's watchdog needs no GIL.
+    faulthandler.dump_traceback_later(TEARDOWN_BOUND_S + GIL_FREE_EXTRA_S, exit=True,
+                                      file=sys.__stderr__)
+    try:
+        node.destroy_node()
+        if shutdown:
+            rclpy.try_shutdown()
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        bound.cancel()
 
 
 def _teardown_hung(name, exit_code):
