@@ -16,25 +16,33 @@
 
 import json
 import os
+import pathlib
 import subprocess
-import sys
 import time
 
+import pyarrow
+from pyarrow import parquet
 import pytest
 
 from remote_inference_py.evaluation import closed_loop
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_record_train_serve_runs_end_to_end(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != '_ROS_WHEELS_BOOTSTRAP_COMPLETE'}
     env['HF_HUB_OFFLINE'] = '1'
-    done = subprocess.run([sys.executable, '-m', 'remote_inference_py.evaluation.closed_loop',
-                           '--out', str(tmp_path), '--episodes', '2', '--steps', '2',
-                           '--seconds', '4'], capture_output=True, text=True, env=env,
+    done = subprocess.run([str(ROOT / 'run'), 'loop', '--out', str(tmp_path), '--episodes',
+                           '2', '--steps', '2', '--seconds', '4'], capture_output=True,
+                          text=True, env=env,
                           timeout=960)   # a backstop: each step has its own named bound
     assert done.returncode == 0, done.stdout + done.stderr
     info = json.loads((tmp_path / 'dataset' / 'meta' / 'info.json').read_text())
     assert info['total_episodes'] == 2 and info['total_frames'] > 100
+    # The expert played the human on the leader arm: its frames are interventions (DAgger).
+    files = sorted((tmp_path / 'dataset' / 'data').rglob('*.parquet'))
+    rows = pyarrow.concat_tables([parquet.read_table(f) for f in files])
+    assert rows.num_rows == info['total_frames'] and all(rows.column('intervention').to_pylist())
     folder = tmp_path / 'train' / 'checkpoints' / 'last' / 'pretrained_model'
     assert json.loads((folder / 'config.json').read_text())['type'] == 'act'
     assert 'closed_loop: served' in done.stdout and 'chunks accepted' in done.stdout

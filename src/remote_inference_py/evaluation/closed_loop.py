@@ -13,10 +13,11 @@
 # limitations under the License.
 
 """
-The loop closed offline: record, train with LeRobot, serve. ``closed_loop --out DIR``.
+The loop closed offline: record, train with LeRobot, serve. ``./run loop --out DIR``.
 
-1. Records ``--episodes`` runs of the simulated SO-101 with the scripted expert
-   (``./run demo --dataset DIR/dataset``: one episode each, appended to one LeRobot dataset).
+1. Records ``--episodes`` runs of the simulated SO-101 with the scripted expert as the human
+   on the leader arm (``./run demo --human --dataset DIR/dataset``: one episode each, appended
+   to one LeRobot dataset, every frame marked ``intervention``).
 2. Trains a small ACT on that dataset for ``--steps`` steps with LeRobot's own training code
    (``lerobot.scripts.lerobot_train``, in a process of its own; ``dim_model`` 64, one encoder
    and one decoder layer, chunks of ``--chunk`` steps, no pretrained backbone: nothing is
@@ -115,10 +116,10 @@ def main(argv=None):
         parser.error(f'{output} exists: name a new --out (LeRobot trains into a new folder)')
     try:
         for episode in range(options.episodes):
-            said = run(['-m', 'remote_inference_py.demo', '--dataset', str(dataset),
+            said = run(['-m', 'remote_inference_py.demo', '--human', '--dataset', str(dataset),
                         '--repo-id', REPO_ID, '--no-video',
                         '--out', str(out / f'record_{episode}')],
-                       f'recording episode {episode} with the scripted expert',
+                       f'recording episode {episode} with the scripted expert as the human',
                        STEP_TIMEOUT_S['record']).stdout
             print('  ' + next((line for line in said.splitlines()
                                if line.startswith('demo: dataset')), 'no dataset line'))
