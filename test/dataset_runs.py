@@ -54,6 +54,7 @@ class Spec:
     stop_s: float = 3.0
     end_s: float = 3.5
     camera_stops_s: float = 0.0       # 0: the camera never stops
+    camera_gap_s: tuple = ()          # (from, to): no frames in between
     width: int = WIDTH
 
 
@@ -147,6 +148,8 @@ def run_messages(spec=None):
         ns = T0 + k * PERIOD - 5_000_000
         if spec.camera_stops_s and k / FPS >= spec.camera_stops_s:
             break
+        if spec.camera_gap_s and spec.camera_gap_s[0] <= k / FPS < spec.camera_gap_s[1]:
+            continue
         pixels = frame_pixels(k, spec.width)
         out.append(('/cameras/front/image_raw', ns + 3_000_000, _msg(
             header=_header(ns), height=HEIGHT, width=spec.width, encoding='rgb8',

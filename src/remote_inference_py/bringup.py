@@ -79,6 +79,9 @@ CHUNK = Topic('policy/chunk', 'remote_inference/msg/ActionChunk', 'chunks')
 PRESENCE = Topic('policy/presence', 'remote_inference/msg/ServerPresence', 'presence')
 STATUS = Topic('executor/status', 'remote_inference/msg/ExecutorStatus', 'latched')
 TASK = Topic('executor/task', 'std_msgs/msg/String', 'latched')
+# The operator's episode marks of the dataset recorder (analysis/dataset_record.py): the
+# stamp, and frame_id 'start' or 'end'; the bag keeps them so a bag gives the same episodes.
+DATASET_EPISODES = Topic('dataset/episodes', 'std_msgs/msg/Header', 'latched')
 
 NODES = (
     NodeSpec(

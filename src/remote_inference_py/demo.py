@@ -208,6 +208,9 @@ def main(argv=None):
     parser.add_argument('--hand-back', type=float, default=None, metavar='S',
                         help='with --human: hand the arm to the policy S s after motion '
                         'started (executor/set_driver)')
+    parser.add_argument('--next-episode', type=float, default=None, metavar='S',
+                        help='with --dataset: begin the next episode S s after motion started '
+                        '(dataset/start_episode), as an operator would')
     options = parser.parse_args(argv)
     if options.fps is not None and not 0 < options.fps <= 1000:
         parser.error(f'--fps must be in (0, 1000] Hz, got {options.fps:g}')
@@ -225,6 +228,8 @@ def main(argv=None):
         parser.error(f'--ask-at must be between 0 and 600 s, got {options.ask_at:g}')
     if options.hand_back is not None and not (options.human and options.hand_back > 0):
         parser.error('--hand-back needs --human and a time > 0 s')
+    if options.next_episode is not None and not (options.dataset and options.next_episode > 0):
+        parser.error('--next-episode needs --dataset and a time > 0 s')
     if not 0 <= options.latency <= 10:
         parser.error(f'--latency must be between 0 and 10 s, got {options.latency:g}')
 
@@ -296,6 +301,8 @@ def main(argv=None):
     if options.dataset:
         recorder.add_topic('/cameras/front/image_raw/compressed',
                            'sensor_msgs/msg/CompressedImage', qos.IMAGES)
+        recorder.add_topic('/' + bringup.DATASET_EPISODES.name, bringup.DATASET_EPISODES.type,
+                           qos.LATCHED)
     procs = {}
     print(f'demo: policy: {policy.label}; inference latency {options.latency:g} s injected',
           flush=True)
@@ -311,14 +318,19 @@ def main(argv=None):
             start_new_session=True, env={**os.environ, STOP_WITH_PARENT_ENV: str(os.getpid())})
 
     asker = Asker(ActionClient(node, Query, 'executor/query'), Query, options)
-    hand_back = HandBack(node, options.hand_back)
+    from std_srvs.srv import SetBool
+    timed = [CallAt(node, SetBool, 'executor/set_driver', SetBool.Request(data=False),
+                    options.hand_back, 'handed back to the policy'),
+             CallAt(node, Trigger, 'dataset/start_episode', Trigger.Request(),
+                    options.next_episode, 'the next episode began')]
 
     def spin_until(predicate, seconds):
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and not predicate():
             executor.spin_once(timeout_sec=0.02)
             asker.poll(time.monotonic())
-            hand_back.poll(time.monotonic())
+            for call in timed:
+                call.poll(time.monotonic())
         return predicate()
 
     def exited(name):
@@ -365,7 +377,9 @@ def main(argv=None):
             print(f'demo: the system did not start: {why} (exited: {dead or "none"}); see the '
                   f'logs in {out}', file=sys.stderr)
             return 1
-        asker.started = hand_back.started = time.monotonic()
+        asker.started = time.monotonic()
+        for call in timed:
+            call.started = asker.started
         if options.seconds is not None or not policy.picks:
             limit = options.seconds or DEFAULT_LIMIT_S
             print(f'demo: arm moving; running for {limit:g} s', flush=True)
@@ -475,26 +489,24 @@ class Asker:
                   f'{result.resume_s:.2f} s to the first target of a fresh chunk)', flush=True)
 
 
-class HandBack:
-    """Call executor/set_driver false once, ``at`` s after motion started (``--hand-back``)."""
+class CallAt:
+    """Call a service once, ``at`` s after motion started (``--hand-back``, ``--next-episode``)."""
 
-    def __init__(self, node, at):
-        """Hand back at `at` s after ``started`` is set (never with None)."""
-        from std_srvs.srv import SetBool
-        self.at, self.started, self.future, self.request = at, None, None, SetBool.Request()
-        self.client = node.create_client(SetBool, 'executor/set_driver') if at else None
+    def __init__(self, node, service_type, name, request, at, what):
+        """Call `name` at `at` s after ``started`` is set (never with None); say `what`."""
+        self.at, self.started, self.future, self.request, self.what = at, None, None, request, what
+        self.client = node.create_client(service_type, name) if at else None
 
     def poll(self, now):
         """Call the service when due; print its answer when it came."""
         if self.client is None or self.started is None:
             return
         if self.future is None and now - self.started >= self.at:
-            self.request.data = False
             self.future = self.client.call_async(self.request)
         elif self.future is not None and self.future.done():
             reply, self.client = self.future.result(), None
-            print(f'demo: handed back to the policy at {now - self.started:.2f} s: '
-                  f'{reply.message}', flush=True)
+            print(f'demo: {self.what} at {now - self.started:.2f} s: {reply.message}',
+                  flush=True)
 
 
 def human_ticks(topics):

@@ -15,8 +15,8 @@
 """The dataset rows of a run: dispatched ticks only, tasks as dispatched, cameras lost."""
 
 from dataset_runs import (
-    capabilities, expected_rows, feature, feed_live, frame_pixels, PERIOD, SEMANTICS, Spec, T0,
-    TASK_1, TASK_2)
+    capabilities, expected_rows, feature, feed_live, FPS, frame_pixels, NS, PERIOD, SEMANTICS,
+    Spec, T0, TASK_1, TASK_2)
 import numpy as np
 import pytest
 
@@ -85,6 +85,38 @@ def test_rows_are_the_dispatched_ticks_with_the_task_of_their_chunk():
     assert builder.counts['returning'] == 15
 
 
+def operator_run(*marks):
+    """The run with the operator's (seconds after T0, start) marks; return rows, ends, counts."""
+    builder = RowBuilder(schema())
+    for seconds, start in marks:
+        builder.operator(T0 + round(seconds * NS), start)
+    events = feed_live(builder)
+    return ([e for e in events if isinstance(e, Row)],
+            [e for e in events if isinstance(e, EpisodeEnd)], builder.counts)
+
+
+def test_the_operator_ends_an_episode_and_starts_the_next_after_a_reset():
+    everything = {r.stamp_ns for r in operator_run()[0]}
+    end, start = T0 + 30 * PERIOD, T0 + 36 * PERIOD        # while RUNNING (0.5 s to 1.5 s)
+    rows, ends, counts = operator_run(((end - T0) / NS, False), ((start - T0) / NS, True))
+    stamps = {r.stamp_ns for r in rows}
+    # The reset is left out, ticks on the marks included: the end's tick is not recorded,
+    # the start's is; every other row is as without the marks.
+    assert stamps == {s for s in everything if not end <= s < start}
+    assert [e.reason for e in ends][:1] == ['the operator ended it']
+    assert ends[0].stamp_ns == end and len(ends) == 2 and 'STOPPING' in ends[1].reason
+    assert counts['episodes'] == 2 and counts['between_episodes'] == 6
+
+
+def test_a_start_while_recording_splits_the_run_into_two_episodes_losing_no_row():
+    everything = [r.stamp_ns for r in operator_run()[0]]
+    split = T0 + 30 * PERIOD
+    rows, ends, counts = operator_run(((split - T0) / NS, True))
+    assert [r.stamp_ns for r in rows] == everything
+    assert ends[0].reason == 'the operator started the next episode' and ends[0].stamp_ns == split
+    assert counts['episodes'] == 2 and counts['between_episodes'] == 0
+
+
 def test_the_state_is_the_newest_joint_states_before_the_tick():
     events, _ = build()
     row = next(e for e in events if isinstance(e, Row))
@@ -106,6 +138,19 @@ def test_a_camera_lost_mid_episode_is_named_and_ends_it():
     assert rows[-1].stamp_ns < ends[0].stamp_ns
     assert all((r.stamp_ns - T0) / 1e9 < 1.55 for r in rows)
     assert builder.counts['episodes'] == 1
+
+
+def test_a_camera_late_before_the_episode_delays_it_and_blocks_nothing():
+    # On a busy host the renderer's frames may come late at first: the first rows wait for a
+    # fresh frame (counted), and the run is recorded from then on.
+    events, builder = build(Spec(camera_gap_s=(0.2, 0.8)), camera_timeout_s=0.1)
+    rows = [e for e in events if isinstance(e, Row)]
+    ends = [e for e in events if isinstance(e, EpisodeEnd)]
+    assert rows and not any(e.error for e in ends) and builder.counts['episodes'] == 1
+    first = T0 + round(0.8 * FPS) * PERIOD        # the first tick with a frame after the gap
+    assert rows[0].stamp_ns == first
+    assert [r.stamp_ns for r in rows] == [ns for ns, _, _ in expected_rows() if ns >= first]
+    assert builder.counts['no_observation'] == round(0.3 * FPS)   # 0.5 s to 0.8 s
 
 
 def test_every_declared_camera_is_recorded_at_its_published_size():

@@ -54,15 +54,17 @@ def test_the_demo_records_a_dataset_and_its_bag_converts_to_the_same_rows(tmp_pa
     import torch
     from remote_inference_py.analysis.dataset_writer import import_lerobot_dataset
     live, out = tmp_path / 'live', tmp_path / 'demo'
+    # The operator begins the next episode 4 s into the motion (dataset/start_episode).
     result = run('remote_inference_py.demo', '--dataset', str(live), '--repo-id', 'local/pick',
-                 '--no-video', '--out', str(out))
+                 '--next-episode', '4', '--no-video', '--out', str(out))
     assert result.returncode == 0, result.stdout + result.stderr
     dispatched, held, _ = dispatched_ticks(result.stdout)
     assert f'demo: dataset {live}: ' in result.stdout
+    assert 'demo: the next episode began at ' in result.stdout, result.stdout
     # One row per dispatched tick (the executor's own count); held ticks are left out. A
     # row the live writer dropped (its queue full on a loaded host) is counted, not hidden.
     dropped = writer_dropped(result.stdout)
-    assert f'1 episodes, {dispatched - dropped} frames saved' in result.stdout, result.stdout
+    assert f'2 episodes, {dispatched - dropped} frames saved' in result.stdout, result.stdout
     assert f'left out: {held} held or starved ticks' in result.stdout
     from_bag = tmp_path / 'from_bag'
     result = run('remote_inference_py.analysis.analyze', str(out / 'bag'), '--dataset',
@@ -71,7 +73,7 @@ def test_the_demo_records_a_dataset_and_its_bag_converts_to_the_same_rows(tmp_pa
     LeRobotDataset = import_lerobot_dataset()
     a = LeRobotDataset('local/pick', root=live)
     b = LeRobotDataset('local/pick', root=from_bag)
-    assert a.fps == b.fps == 30 and a.num_episodes == b.num_episodes == 1
+    assert a.fps == b.fps == 30 and a.num_episodes == b.num_episodes == 2   # marks in the bag
     assert a.num_frames + dropped == b.num_frames == dispatched
     assert a.meta.video_keys == ['observation.images.front']
     assert a.features['observation.images.front']['shape'] in ((480, 640, 3), [480, 640, 3])

@@ -41,6 +41,7 @@ from remote_inference_py.robot.units import get_semantics
 
 CAMERA = re.compile(r'^/cameras/([A-Za-z0-9_]+)/image_raw(/compressed)?$')
 TOPICS = ('/joint_states', '/joint_commands', '/executor/status', '/executor/task',
+          '/dataset/episodes',
           '/policy/request', '/policy/chunk')
 
 

@@ -41,7 +41,7 @@ from rclpy.node import Node
 from remote_inference.msg import ActionChunk, ExecutorStatus, HardwareInfo, InferenceRequest
 from remote_inference.srv import GetCapabilities
 from sensor_msgs.msg import Image, JointState
-from std_msgs.msg import String
+from std_msgs.msg import Header, String
 from std_srvs.srv import Trigger
 
 from remote_inference_py import bringup
@@ -111,9 +111,30 @@ class DatasetRecorderNode(Node):
         self.start_client = self.create_client(Trigger, 'executor/start')
         self.create_subscription(HardwareInfo, bringup.HARDWARE_INFO.name, self.on_hardware,
                                  qos.LATCHED)
+        # The operator's episodes (dataset_rows: RowBuilder.operator), kept in the bag too.
+        self.episodes_pub = self.create_publisher(Header, bringup.DATASET_EPISODES.name,
+                                                  qos.LATCHED)
+        for start in (True, False):
+            self.create_service(Trigger, f'dataset/{"start" if start else "end"}_episode',
+                                lambda _, response, s=start: self.on_operator(response, s))
         self.create_timer(0.2, self.step)
         self.get_logger().info(f'dataset {folder} ({self.repo_id}): waiting for the policy '
                                "server's capabilities")
+
+    def on_operator(self, response, start):
+        """Begin the next episode (start) or end this one until the next start, from now."""
+        if self.builder is None:
+            response.success, response.message = False, 'the dataset is not open yet'
+            return response
+        mark = Header(stamp=self.get_clock().now().to_msg(), frame_id='start' if start else 'end')
+        self.builder.operator(stamp_ns(mark), start)
+        self.episodes_pub.publish(mark)
+        response.success = True
+        response.message = ('the next episode begins at the next dispatched tick' if start else
+                            'the episode ends at the next tick; nothing is recorded until '
+                            'dataset/start_episode')
+        self.get_logger().info(f'dataset: {response.message}')
+        return response
 
     # ---- setup: capabilities, schema, dataset, subscriptions, start ----------------------
 
@@ -304,8 +325,9 @@ class DatasetRecorderNode(Node):
             f'dataset {self.settings["dataset_dir"]} finalized: '
             f'{self.writer.episodes_saved} episodes, {self.writer.frames_saved} frames saved; '
             f'left out: {counts["held_or_starved"]} held or starved ticks, '
-            f'{counts["returning"]} returning home, {self.writer.dropped} dropped '
-            '(the writer fell behind)')
+            f'{counts["returning"]} returning home, {counts["no_observation"]} before every '
+            f'observation had come, {counts["between_episodes"]} between episodes (the '
+            f"operator's reset), {self.writer.dropped} dropped (the writer fell behind)")
         if errors:
             self.exit_code = 1
 

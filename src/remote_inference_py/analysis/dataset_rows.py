@@ -55,6 +55,12 @@ What a row is (the decisions, also in docs/recording.md):
   executor was READY, STOPPED or FAULT (or after the recorder ended one) and ends when it
   leaves RUNNING/WAITING for STOPPING, STOPPED or FAULT, or when a camera has sent nothing for
   ``camera_timeout_s`` (the camera is named; no new episode starts before the next start).
+  The operator may also cut the run into episodes while it goes on, as ``lerobot-record``'s
+  episode and reset periods do (:meth:`RowBuilder.operator`; the recorder's
+  ``dataset/end_episode`` and ``dataset/start_episode`` services): *end* closes the episode at
+  the first tick at or after its stamp and records nothing until *start* (the reset: the
+  operator puts the scene back); *start* begins the next episode at the first tick at or after
+  its stamp, closing an open one there (no reset).
 - Privileged features (simulator ground truth, such as the cube pose) are not recorded: a
   real robot has no such observation.
 
@@ -264,10 +270,12 @@ class RowBuilder:
         self._latest_ns = 0
         self.in_episode = False
         self._blocked = ''            # why no episode may start before the next start
+        self._marks: List[Tuple[int, bool]] = []   # the operator's (stamp, record from then)
+        self._recording = True
         self.notes: List[str] = []    # what was not recorded and why, for the log
         self.counts = {'rows': 0, 'held_or_starved': 0, 'returning': 0, 'outside_run': 0,
                        'no_observation': 0, 'episodes': 0, 'intervention': 0,
-                       'human_left_out': 0}
+                       'human_left_out': 0, 'between_episodes': 0}
         self.state_names = tuple(j for s in schema.states for j in s.joints)
 
     # ---- messages in --------------------------------------------------------------------
@@ -313,6 +321,11 @@ class RowBuilder:
         """Note the latched ``executor/task`` (used before any chunk of a known request)."""
         self._latched_task = text
         return []
+
+    def operator(self, stamp_ns: int, start: bool) -> None:
+        """Note the operator's *start* (True) or *end* (False) of an episode at ``stamp_ns``."""
+        index = bisect.bisect_right([m[0] for m in self._marks], stamp_ns)
+        self._marks.insert(index, (stamp_ns, start))
 
     def status(self, stamp_ns: int, state_name: str, message: str = '', driver: str = '',
                leader_fault: str = '') -> list:
@@ -382,6 +395,20 @@ class RowBuilder:
         return events
 
     def _tick(self, stamp: int, si: np.ndarray, task: str) -> list:
+        events = []
+        while self._marks and self._marks[0][0] <= stamp:
+            _, self._recording = self._marks.pop(0)
+            if self.in_episode:
+                events.append(self._end(stamp, 'the operator started the next episode'
+                                        if self._recording else 'the operator ended it'))
+            if self._recording:
+                self._blocked = ''   # the operator's start: a new episode may begin
+        if not self._recording:
+            self.counts['between_episodes'] += 1
+            return events
+        return events + self._row(stamp, si, task)
+
+    def _row(self, stamp: int, si: np.ndarray, task: str) -> list:
         state, message, human = self._state_at(stamp)
         human = human and state in IN_RUN
         if human and not self.schema.intervention:
@@ -413,16 +440,13 @@ class RowBuilder:
         for camera in self.schema.cameras:
             sample = self._images[camera.camera].at(stamp)
             if sample is None or stamp - sample[0] > self.camera_timeout_ns:
-                if sample is None and not self.in_episode:
-                    self.counts['no_observation'] += 1   # the camera has not started yet
+                if not self.in_episode:   # not started yet, or late: no episode begins yet
+                    self.counts['no_observation'] += 1
                     return []
                 age = 'no frame yet' if sample is None else \
                     f'no frame for {(stamp - sample[0]) / 1e9:.2f} s'
                 self._blocked = f'camera {camera.camera!r} lost: {age}'
-                if self.in_episode:
-                    return [self._end(stamp, self._blocked, error=True)]
-                self.notes.append(self._blocked)
-                return []
+                return [self._end(stamp, self._blocked, error=True)]
             frame[camera.key] = sample[1]
             image_stamps[camera.key] = sample[0]
         frame['action'] = self._action_conv.to_policy(si).astype(np.float32)
@@ -478,6 +502,9 @@ def feed(builder, topic, msg):
                               getattr(msg, 'driver', ''), getattr(msg, 'leader_fault', ''))
     if topic == '/executor/task':
         return builder.task(msg.data)
+    if topic == '/dataset/episodes':
+        builder.operator(stamp_ns(msg), msg.frame_id == 'start')
+        return []
     if topic == '/policy/request':
         return builder.request(msg.session_id, msg.request_id, msg.task)
     if topic == '/policy/chunk':

@@ -159,6 +159,9 @@ class RecorderNode(Node):
         self.exit_code = 0
         self.stop_deadline = None
         self.create_timer(0.2, self.check_stop)
+        # Recorded when a dataset recorder publishes it (not waited for: it may not run).
+        self.recorder.add_topic(f'{self.prefix}/{bringup.DATASET_EPISODES.name}',
+                                bringup.DATASET_EPISODES.type, qos.LATCHED)
         if self.settings['record_images']:
             self.image_pattern = re.compile(
                 '^' + re.escape(self.prefix) + r'/cameras/[A-Za-z0-9_]+/image_raw/compressed$')
