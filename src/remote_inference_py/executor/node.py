@@ -193,25 +193,19 @@ class ExecutorNode(Node):
 
     def apply_settings(self, configs, changes):
         """Hand live changes to the owner (validated by LiveSettings before they were set)."""
-        self.config, self.settings = configs
-        self.hand(self.sup.update_settings, *configs, changes)
+        self.hand(self._use_settings, configs, changes)
 
-    def _by_name(self, msg, what):
-        """Positions of a JointState in joint_names order; None (logged) if a joint is missing."""
-        index = {name: i for i, name in enumerate(msg.names)}
-        missing = [n for n in self.config.joint_names if n not in index]
-        if len(msg.positions) != len(msg.names) or missing:
-            problem = (f"joint '{missing[0]}' missing from {what}" if missing else
-                       f'{what} has {len(msg.names)} names but {len(msg.positions)} positions')
-            self.get_logger().error(problem, throttle_duration_sec=2.0)
-            return None
-        return np.array([msg.positions[index[n]] for n in self.config.joint_names])
+    def _use_settings(self, configs, changes):
+        self.config, self.settings = configs
+        return self.sup.update_settings(*configs, changes)
 
     def _positions(self, topic, function, stamped):
         """Return a JointState callback handing `function` the positions (and arrival time)."""
         def callback(msg):
-            positions = self._by_name(msg, topic)
-            if positions is not None:
+            positions, problem = positions_by_name(msg, self.config.joint_names, topic)
+            if problem:
+                self.get_logger().error(problem, throttle_duration_sec=2.0)
+            else:
                 self.hand(function, positions, *((time.monotonic(),) if stamped else ()))
         return callback
 
@@ -271,12 +265,11 @@ class ExecutorNode(Node):
     async def on_query(self, handle):
         """Run an executor/query goal: refuse it by name, or await what the owner makes of it."""
         goal, end = handle.request, Future()
-        self.goals[id(handle)] = handle, end
-        self.hand(self._begin_query, id(handle), goal.kind, goal.text)
+        self.hand(self._begin_query, handle, end, goal.kind, goal.text)
         finish = await end
-        if isinstance(finish, str):   # refused: nothing moved
+        if isinstance(finish, tuple):   # refused: nothing moved
             handle.abort()
-            return QueryAction.Result(success=False, message=finish, task=self.sup.task)
+            return QueryAction.Result(success=False, message=finish[0], task=finish[1])
         if handle.is_active:
             {'succeeded': handle.succeed, 'canceled': handle.canceled,
              'aborted': handle.abort}[finish.status]()
@@ -285,10 +278,12 @@ class ExecutorNode(Node):
             answer=finish.answer, task=finish.task, rounds=finish.rounds, hold_s=finish.hold_s,
             ask_s=finish.ask_s, generate_ms=finish.generate_ms, resume_s=finish.resume_s)
 
-    def _begin_query(self, goal, kind, text):
-        refused = self.sup.begin_query(goal, kind, text)
+    def _begin_query(self, handle, end, kind, text):
+        self.goals[id(handle)] = handle, end    # the owner's alone, as are config and settings
+        refused = self.sup.begin_query(id(handle), kind, text)
         if refused:
-            self.goals.pop(goal)[1].set_result(refused)
+            self.goals.pop(id(handle))
+            end.set_result((refused, self.sup.task))   # the owner's task, read here
             return [Log('warning', f'query refused, nothing moves: {refused}')]
         return [Log('info', f'query accepted: {kind} {text!r}')]
 
@@ -384,11 +379,7 @@ class ExecutorNode(Node):
     # ---- messages out -------------------------------------------------------------------
 
     def _clock_offset(self):
-        """Return ROS time minus the core's monotonic clock [s] (:func:`.clock.clock_offset`).
-
-        Stamps cross between the clocks through this offset only, read anew each time (the ROS
-        clock may be stepped) and never against a `now` read earlier.
-        """
+        """Return ROS time minus the core's clock [s]: read anew each time (it may step)."""
         return clock_offset(lambda: self.get_clock().now().nanoseconds * 1e-9)
 
     def _stamp(self, core_time):
@@ -428,6 +419,16 @@ class ExecutorNode(Node):
         self.publish_status(final=True)
         for publisher in (self.command_pub, self.status_pub, *self.request_pubs.values()):
             publisher.wait_for_all_acked(Duration(seconds=1.0))
+
+
+def positions_by_name(msg, joint_names, what):
+    """Return a JointState's positions in `joint_names` order and '', or None and the problem."""
+    index = {name: i for i, name in enumerate(msg.names)}
+    missing = [n for n in joint_names if n not in index]
+    if len(msg.positions) != len(msg.names) or missing:
+        return None, (f"joint '{missing[0]}' missing from {what}" if missing else
+                      f'{what} has {len(msg.names)} names but {len(msg.positions)} positions')
+    return np.array([msg.positions[index[n]] for n in joint_names]), ''
 
 
 def request_message(order, task, session_id, stamp):
