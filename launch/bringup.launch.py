@@ -42,52 +42,11 @@ from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, SetEn
 from launch.substitutions import LaunchConfiguration
 
 from remote_inference_py import bringup, launching
-
-ARGUMENTS = (
-    ('backend', 'sim', 'sim (MuJoCo SO-101, no hardware) or feetech (SO-100/SO-101 servos).'),
-    ('port', '/dev/ttyACM0', 'Serial port of the Feetech bus (backend:=feetech).'),
-    ('checkpoint', '', 'Policy file (.pt2 or TorchScript with its manifest, or a LeRobot '
-                       'checkpoint folder or Hugging Face Hub id); empty: the built-in demo '
-                       'policy.'),
-    ('device', 'cpu', 'Torch device of the policy server: cpu, cuda or mps.'),
-    ('deployment', '', 'Deployment name checked at admission; empty: the config file value.'),
-    ('config_file', '', 'Parameters YAML; empty: config/so101_<backend>.yaml of this package.'),
-    ('namespace', '', 'Namespace of every node and topic (one per robot).'),
-    ('side', 'both', 'What runs on this host: both, robot (hardware + executor) or server '
-                     '(policy server, e.g. on the GPU host).'),
-    ('record', 'false', 'true: record the topics that describe a run to an MCAP bag (until '
-                        'the robot side has stopped, the return included).'),
-    ('bag_dir', '', 'Where record:=true writes; empty: ./remote_inference_<date-time>.'),
-    ('task', '', 'Language instruction sent with each request; empty: the config value.'),
-    ('cameras', '', "Cameras of the real arm in LeRobot's --robot.cameras form, e.g. "
-                    '"{front: {type: opencv, index_or_path: /dev/video0, width: 640, height: '
-                    '480, fps: 30}}"; empty: the config file\'s (backend:=feetech).'),
-    ('image_transport', '', 'How the policy server reads cameras (its image_transport): '
-                            f"{' or '.join(bringup.IMAGE_TRANSPORTS)} (JPEG); empty: "
-                            'compressed with side:=server, else the config value.'),
-    ('record_images', 'false', 'true: record:=true also records every camera as JPEG '
-                               '(cameras/<name>/image_raw/compressed).'),
-    ('record_dataset', '', 'Folder of a LeRobot dataset to record the run to (new, or one of '
-                           'the same features, fps and robot type to append to); empty: none. '
-                           'See docs/recording.md.'),
-    ('dataset_repo_id', '', "The dataset's repo id; empty: local/<folder name>."),
-    ('discovery_server', '', 'How nodes discover each other: empty: as the environment says '
-                             '(ROS_DISCOVERY_SERVER or simple discovery); off: simple '
-                             'discovery; start or start:PORT: start a Fast DDS discovery '
-                             'server here (port 11811) and use it; HOST:PORT[;HOST:PORT]: use '
-                             'running server(s). The ros2 CLI then needs ROS_SUPER_CLIENT=TRUE.'),
-    ('driver', '', 'Who drives the follower once motion starts: policy or human (the leader '
-                   'arm); empty: the config value (policy). Switch while running: ros2 service '
-                   'call /executor/set_driver std_srvs/srv/SetBool "{data: true}".'),
-    ('leader_port', '', 'Serial port of the SO-101 leader arm, e.g. /dev/ttyACM1; empty: no '
-                        'leader arm. See docs/recording.md.'),
-    ('leader_calibration_file', '', "The leader's LeRobot calibration JSON; empty: default."),
-    ('log_level', 'info', 'Log level of every node (debug shows per-request details).'),
-)
+from remote_inference_py.launch_arguments import BRINGUP as ARGUMENTS
 
 
 def _launch_setup(context):
-    values = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    values = {a.name: LaunchConfiguration(a.name).perform(context) for a in ARGUMENTS}
     share = get_package_share_directory('remote_inference')
     record = values['record'].lower() in ('true', '1', 'yes')
     record_images = values['record_images'].lower() in ('true', '1', 'yes')
@@ -120,6 +79,6 @@ def _launch_setup(context):
 def generate_launch_description():
     """Declare the arguments; decide what to start once their values are known."""
     return LaunchDescription(
-        [DeclareLaunchArgument(name, default_value=default, description=description)
-         for name, default, description in ARGUMENTS]
+        [DeclareLaunchArgument(a.name, default_value=a.default, description=a.description,
+                               choices=a.launch_choices()) for a in ARGUMENTS]
         + [OpaqueFunction(function=_launch_setup)])

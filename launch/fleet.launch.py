@@ -36,23 +36,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironment
 from launch.substitutions import LaunchConfiguration
 
 from remote_inference_py import bringup, launching
-
-ARGUMENTS = (
-    ('robots', '2', 'Simulated arms, each in its own namespace /robot_<i>.'),
-    ('servers', '1', 'Policy servers, /server_<j>; each serves every robot namespace.'),
-    ('max_clients', '0', 'Sessions per server at most; 0: ceil(robots / servers).'),
-    ('on_server_loss', bringup.ON_SERVER_LOSS.default, bringup.ON_SERVER_LOSS.description),
-    ('checkpoint', '', 'Policy file or LeRobot checkpoint (folder or Hugging Face Hub id) for '
-                       'every server; empty: the built-in demo policy.'),
-    ('device', 'cpu', 'Torch device of the policy servers.'),
-    ('config_file', '', 'Parameters YAML; empty: config/so101_fleet.yaml of this package.'),
-    ('log_level', 'info', 'Log level of every node.'),
-    ('discovery_server', '', 'As in bringup.launch.py: empty (the environment decides), off, '
-                             'start or start:PORT (one server for the whole fleet, started '
-                             'here), or HOST:PORT[;HOST:PORT].'),
-)
-CHOICES = {'on_server_loss': list(bringup.ON_SERVER_LOSS.choices)}
-"""The arguments that take one of a setting's choices (launch refuses any other value)."""
+from remote_inference_py.launch_arguments import FLEET as ARGUMENTS
 
 
 def _integer(values, name):
@@ -63,7 +47,7 @@ def _integer(values, name):
 
 
 def _launch_setup(context):
-    values = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    values = {a.name: LaunchConfiguration(a.name).perform(context) for a in ARGUMENTS}
     share = get_package_share_directory('remote_inference')
     nodes = bringup.fleet_plan(
         robots=_integer(values, 'robots'), servers=_integer(values, 'servers'),
@@ -82,7 +66,6 @@ def _launch_setup(context):
 def generate_launch_description():
     """Declare the arguments; decide what to start once their values are known."""
     return LaunchDescription(
-        [DeclareLaunchArgument(name, default_value=default, description=description,
-                               choices=CHOICES.get(name))
-         for name, default, description in ARGUMENTS]
+        [DeclareLaunchArgument(a.name, default_value=a.default, description=a.description,
+                               choices=a.launch_choices()) for a in ARGUMENTS]
         + [OpaqueFunction(function=_launch_setup)])

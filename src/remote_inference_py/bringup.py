@@ -28,10 +28,11 @@ from dataclasses import dataclass
 
 from remote_inference_py.common.settings import declared
 from remote_inference_py.executor.config import NodeSettings
+from remote_inference_py.hardware.backend import BACKENDS as HARDWARE_BACKENDS
 from remote_inference_py.policy_server.topics import IMAGE_TRANSPORTS
 
 SIDES = ('both', 'robot', 'server')
-BACKENDS = ('sim', 'feetech')
+BACKENDS = tuple(sorted(HARDWARE_BACKENDS, key=lambda name: name != 'sim'))
 """The hardware interface's backends (its ``backend`` choices), the simulated arm first."""
 ON_SERVER_LOSS = declared(NodeSettings)['on_server_loss']
 DRIVERS = declared(NodeSettings)['driver'].choices
@@ -154,7 +155,7 @@ def check_checkpoint(checkpoint):
                      "id 'owner/name' or a python policy 'package.module:factory')")
 
 
-def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', device='cpu',
+def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', device='',
          deployment='', config_file='', namespace='', task='', share_dir='', record=False,
          bag_dir='', cameras='', image_transport='', record_images=False, record_dataset='',
          dataset_repo_id='', driver='', leader_port='', leader_calibration_file=''):
@@ -320,7 +321,7 @@ def param_args(values):
 
 
 def fleet_plan(*, robots=2, servers=1, max_clients=0, on_server_loss=ON_SERVER_LOSS.default,
-               checkpoint='', device='cpu', config_file='', share_dir='', robot_prefix='robot_',
+               checkpoint='', device='', config_file='', share_dir='', robot_prefix='robot_',
                server_prefix='server_'):
     """
     Decide what a fleet starts: ``robots`` simulated arms and ``servers`` policy servers.

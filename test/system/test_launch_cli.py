@@ -39,9 +39,10 @@ from remote_inference.msg import ExecutorStatus
 from ros2_cli import Launch, node_list, ros2_or_skip, run_cli
 from ros_fixtures import clean_dead_segments
 from sensor_msgs.msg import JointState
-from timing_rules import grid_error_ticks, GRID_SLACK_TICKS
+from timing_rules import grid_error_ticks, GRID_SLACK_TICKS, seconds
 import yaml
 
+from remote_inference_py import bringup
 from remote_inference_py.analysis.summary import joint_vector
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
@@ -100,7 +101,7 @@ class Observer:
         self.poses.append(joint_vector(msg))
 
     def _on_command(self, msg):
-        self.command_stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
+        self.command_stamps.append(seconds(msg.header.stamp))
 
     def state(self):
         return self.statuses[-1].state_name if self.statuses else ''
@@ -312,8 +313,10 @@ def test_server_and_robot_sides_as_two_launches(ros, launch_factory, small):
 
 
 @pytest.mark.parametrize('args, named', [
-    (['backend:=gazebo'], "backend 'gazebo' is not one of sim, feetech"),
-    (['side:=laptop'], "side 'laptop' is not one of both, robot, server"),
+    # ros2 launch itself refuses a value outside an argument's choices (launch_arguments.py).
+    (['backend:=gazebo'], 'Argument "backend" provided value "gazebo" is not valid'),
+    (['side:=laptop'], 'Argument "side" provided value "laptop" is not valid'),
+    (['driver:=robot'], 'Argument "driver" provided value "robot" is not valid'),
     (['config_file:=/nonexistent.yaml'], "config file '/nonexistent.yaml' does not exist"),
     (['checkpoint:=/nonexistent/act.pt2'], "checkpoint '/nonexistent/act.pt2' does not exist"),
     (['backend:=feetech', 'port:=/dev/ttyNOPE'], "serial port '/dev/ttyNOPE' does not exist"),
@@ -357,6 +360,9 @@ def test_show_args_lists_the_arguments(ros2):
     shown = run_cli(ros2, 'launch', 'remote_inference', 'bringup.launch.py', '--show-args')
     for name in ('backend', 'checkpoint', 'namespace', 'side', 'record', 'bag_dir'):
         assert f"'{name}'" in shown, shown
+    # The choices come from the declarations (the hardware's backends, the executor's drivers).
+    for choices in (list(bringup.BACKENDS), ['', *bringup.DRIVERS]):
+        assert f'Valid choices are: {choices}' in shown, shown
 
 
 def test_the_readme_setup_bash_is_sourced_by_bash(ros2):
