@@ -55,6 +55,8 @@ import numpy as np
 
 from transport_common import Client, constant_chunk, JOINTS, make_frame, make_joints
 
+from remote_inference_py.transport.values import stamp_ns
+
 ANSWER_TIMEOUT_S = 1.0
 REQUEST_LEAD_S = 0.005
 CALL_RETRY_S = 3.0   # a service call unanswered this long is sent again
@@ -221,9 +223,6 @@ def serve_minimal(image=True):
     latest = {'image': -1, 'joints': -1} if image else {'joints': -1}
     pending = []
     publisher = node.create_publisher(ActionChunk, 'policy/chunk', qos.CHUNKS)
-
-    def stamp_ns(stamp):
-        return stamp.sec * 1_000_000_000 + stamp.nanosec
 
     def answer():
         while pending and min(latest.values()) >= stamp_ns(pending[0].earliest_capture_stamp):

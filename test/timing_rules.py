@@ -26,6 +26,7 @@ How tests judge timing on a shared host: by the rules the executor declares, on 
   host, which the rule explains, not a bug.
 """
 
+from remote_inference_py.transport.values import stamp_ns
 
 GRID_SLACK_TICKS = 1.5
 """A tick's index is at most half a tick before its time or one after it (two ticks late by
@@ -34,7 +35,7 @@ more than half a period each, the second moved on): 1.5 ticks between two status
 
 def seconds(stamp):
     """Return a builtin_interfaces Time as seconds."""
-    return stamp.sec + stamp.nanosec * 1e-9
+    return stamp_ns(stamp) * 1e-9
 
 
 def grid_error_ticks(first, last, tick_rate):

@@ -256,6 +256,7 @@ def main(argv=None):
     from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
     from remote_inference_py.evaluation.task import LiftMonitor, TaskConfig
     from remote_inference_py.transport import qos
+    from remote_inference_py.transport.values import stamp_ns
 
     extra = {
         # Started by this script once the recorder hears every topic, so the bag holds the
@@ -293,7 +294,7 @@ def main(argv=None):
     lifted_at = []
 
     def on_cube_pose(msg):
-        if lift.update(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
+        if lift.update(stamp_ns(msg.header.stamp) * 1e-9,
                        msg.pose.position.z) and not lifted_at:
             lifted_at.append(time.monotonic())
     node.create_subscription(PoseStamped, 'sim/cube_pose', on_cube_pose, qos.JOINT_STATES)

@@ -29,6 +29,7 @@ from sensor_msgs.msg import JointState
 
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
+from remote_inference_py.transport.values import stamp_ns
 
 JOINTS = list(SO101_JOINT_NAMES)
 
@@ -67,7 +68,7 @@ class FakeArm(Node):
         applied.header.stamp = self.get_clock().now().to_msg()
         self.applied_pub.publish(applied)
         if self.log_commands:
-            stamp = applied.header.stamp.sec * 10**9 + applied.header.stamp.nanosec
+            stamp = stamp_ns(applied.header.stamp)
             values = ' '.join(f'{v:.6f}' for v in self.target)
             print(f'CMD t={stamp} {values}', flush=True)
 

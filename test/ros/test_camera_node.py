@@ -26,6 +26,7 @@ from sensor_msgs.msg import CompressedImage, Image
 
 from remote_inference_py.transport import qos
 from remote_inference_py.transport.compressed import decode_jpeg
+from remote_inference_py.transport.values import stamp_ns
 
 
 class Frames:
@@ -43,7 +44,7 @@ class Frames:
 
 
 def stamp_s(msg):
-    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+    return stamp_ns(msg.header.stamp) * 1e-9
 
 
 def test_a_video_file_camera_publishes_raw_shared_and_compressed_frames(

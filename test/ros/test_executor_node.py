@@ -40,6 +40,7 @@ from remote_inference_py.contract.check import PRESENCE_LEASE_S
 from remote_inference_py.contract.presence import presence_tolerance
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
+from remote_inference_py.transport.values import stamp_ns
 
 JOINTS = list(SO101_JOINT_NAMES)
 CMD = re.compile(r'^CMD t=(\d+) (.*)$', re.M)
@@ -119,7 +120,7 @@ def now_ns(node):
 
 def sent_ns(request):
     """When the executor sent ``request`` (its header stamp)."""
-    return request.header.stamp.sec * 10**9 + request.header.stamp.nanosec
+    return stamp_ns(request.header.stamp)
 
 
 def requests_sent_in(spinner, node, watch, seconds):

@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 from std_srvs.srv import Trigger
 
+from remote_inference_py.transport.values import stamp_ns
 
 TICK = 2 * math.pi / 4095
 
@@ -58,7 +59,7 @@ def test_joint_states_are_calibrated_radians_and_commands_reach_the_servos(
         assert measured[name] == pytest.approx(radians(name, rest[name]), abs=1e-9), name
     stamp = watch.states[-1].header.stamp
     now = node.get_clock().now().nanoseconds * 1e-9
-    assert abs(now - (stamp.sec + stamp.nanosec * 1e-9)) < 1.0
+    assert abs(now - stamp_ns(stamp) * 1e-9) < 1.0
 
     # A small step is applied exactly (nearest tick) and echoed on applied_command.
     target = dict(measured, shoulder_pan=measured['shoulder_pan'] + 0.2)

@@ -25,7 +25,7 @@ from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from remote_inference_py.analysis.bag import read_bag, typestore
 from remote_inference_py.analysis.record import Recorder
-from remote_inference_py.analysis.summary import stamp_ns, summarize, turnarounds
+from remote_inference_py.analysis.summary import header_ns, summarize, turnarounds
 from remote_inference_py.executor.refill import STEADY_WINDOW
 from remote_inference_py.transport import qos
 
@@ -173,7 +173,7 @@ def test_a_recorder_that_falls_behind_still_gets_the_turnaround(processes, ros, 
     # refills', every answered one but the first (all within its window of STEADY_WINDOW).
     # (A chunk the server finished after the executor's last status never reached its median.)
     last_status = topics['/executor/status'][-1][1]
-    executor_p50, last_ns = last_status.p50_turnaround_s, stamp_ns(0, last_status)
+    executor_p50, last_ns = last_status.p50_turnaround_s, header_ns(0, last_status)
     refills = [t.seconds for t in turnarounds(topics)[1:] if t.ready_ns < last_ns]
     assert 2 <= len(refills) <= STEADY_WINDOW, refills
     assert 0.3 <= statistics.median(refills) <= executor_p50, (refills, executor_p50)

@@ -33,6 +33,7 @@ from remote_inference_py.hardware.sim_scene import (
     build_spec, cluster_vertices, cube_position, CUBE_SAMPLING_BOUNDS, SimError)
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
+from remote_inference_py.transport.values import stamp_ns
 
 JOINTS = list(SO101_JOINT_NAMES)
 POSE = [0.4, 0.3, -0.3, 0.2, 0.5, 0.8]   # [rad], low gravity load, inside every limit
@@ -237,7 +238,7 @@ def test_sim_node_publishes_camera_images_and_cube_pose(processes, ros):
     # The camera's size is declared on hardware/info, for the executor to offer at admission.
     assert [(c.topic, list(c.shape), c.dtype, c.kind) for c in watch.info[-1].cameras] == [
         ('cameras/front/image_raw', [48, 64, 3], 'uint8', 'rgb')]
-    stamps = [i.header.stamp.sec + i.header.stamp.nanosec * 1e-9 for i in images]
+    stamps = [stamp_ns(i.header.stamp) * 1e-9 for i in images]
     assert stamps == sorted(stamps) and stamps[-1] > stamps[0]
     spinner.until(lambda: watch.cubes, 10, 'cube pose')
     assert watch.cubes[-1].pose.position.x == pytest.approx(0.3, abs=0.01)

@@ -76,7 +76,7 @@ def _cameras(path, namespace):
 
 def command_rate(path, namespace):
     """Return the median rate of ``joint_commands`` in the bag [Hz]."""
-    stamps = [stamp_ns(msg.header) for topic, _, msg in _messages(path, namespace)
+    stamps = [stamp_ns(msg.header.stamp) for topic, _, msg in _messages(path, namespace)
               if topic == '/joint_commands']
     if len(stamps) < 2:
         raise ValueError(f'{path}: fewer than two joint_commands, so no control rate')
@@ -135,7 +135,7 @@ def bag_events(path, builder, namespace=''):
     for topic, _, msg in _messages(path, namespace):
         camera = by_topic.get(topic)
         if camera is not None:
-            events = builder.image(camera, stamp_ns(msg.header),
+            events = builder.image(camera, stamp_ns(msg.header.stamp),
                                    image_array(msg, topic.endswith('/compressed')))
         else:
             events = feed(builder, topic, msg)

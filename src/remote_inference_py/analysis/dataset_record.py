@@ -127,7 +127,7 @@ class DatasetRecorderNode(Node):
             response.success, response.message = False, 'the dataset is not open yet'
             return response
         mark = Header(stamp=self.get_clock().now().to_msg(), frame_id='start' if start else 'end')
-        self.builder.operator(stamp_ns(mark), start)
+        self.builder.operator(stamp_ns(mark.stamp), start)
         self.episodes_pub.publish(mark)
         response.success = True
         response.message = ('the next episode begins at the next dispatched tick' if start else
@@ -286,7 +286,7 @@ class DatasetRecorderNode(Node):
         except SchemaError as error:
             self.get_logger().error(f'camera {camera!r}: {error}', throttle_duration_sec=5.0)
             return
-        self._handle(self.builder.image(camera, stamp_ns(msg.header), frame))
+        self._handle(self.builder.image(camera, stamp_ns(msg.header.stamp), frame))
 
     def _handle(self, events):
         for event in events:

@@ -76,6 +76,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from remote_inference_py.robot.units import JointConverter
+from remote_inference_py.transport.values import stamp_ns
 
 JOINT_SUFFIX = '.pos'
 INTERVENTION = 'intervention'
@@ -469,11 +470,6 @@ class RowBuilder:
 
 # ---- messages (rclpy or rosbags: the same fields) -------------------------------------
 
-def stamp_ns(header):
-    """Nanoseconds of a header stamp."""
-    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
-
-
 def image_array(msg, compressed):
     """Return an RGB uint8 (h, w, 3) array of a raw or compressed image message."""
     if compressed:
@@ -494,16 +490,16 @@ def image_array(msg, compressed):
 def feed(builder, topic, msg):
     """Hand one message to ``builder``; return the events it settles."""
     if topic == '/joint_commands':
-        return builder.command(stamp_ns(msg.header), list(msg.name), list(msg.position))
+        return builder.command(stamp_ns(msg.header.stamp), list(msg.name), list(msg.position))
     if topic == '/joint_states':
-        return builder.joint_state(stamp_ns(msg.header), list(msg.name), list(msg.position))
+        return builder.joint_state(stamp_ns(msg.header.stamp), list(msg.name), list(msg.position))
     if topic == '/executor/status':
-        return builder.status(stamp_ns(msg.header), msg.state_name, msg.message,
+        return builder.status(stamp_ns(msg.header.stamp), msg.state_name, msg.message,
                               getattr(msg, 'driver', ''), getattr(msg, 'leader_fault', ''))
     if topic == '/executor/task':
         return builder.task(msg.data)
     if topic == '/dataset/episodes':
-        builder.operator(stamp_ns(msg), msg.frame_id == 'start')
+        builder.operator(stamp_ns(msg.stamp), msg.frame_id == 'start')
         return []
     if topic == '/policy/request':
         return builder.request(msg.session_id, msg.request_id, msg.task)

@@ -29,6 +29,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from remote_inference_py.transport.values import stamp_ns
+
 CAMERA_TOPIC = re.compile(r'^/cameras/([A-Za-z0-9_]+)/image_raw/compressed$')
 Frames = List[Tuple[int, bytes]]
 
@@ -40,8 +42,7 @@ def camera_frames(topics) -> Dict[str, Frames]:
         match = CAMERA_TOPIC.match(topic)
         if not match:
             continue
-        frames = [(msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec,
-                   bytes(msg.data)) for _, msg in messages]
+        frames = [(stamp_ns(msg.header.stamp), bytes(msg.data)) for _, msg in messages]
         if frames:
             cameras[match.group(1)] = sorted(frames, key=lambda f: f[0])
     return cameras

@@ -41,6 +41,8 @@ from typing import List, NamedTuple, Optional
 
 import numpy as np
 
+from remote_inference_py.transport.values import stamp_ns
+
 
 @dataclass
 class RunSummary:
@@ -90,18 +92,18 @@ class Turnaround(NamedTuple):
         return (self.ready_ns - self.sent_ns) * 1e-9
 
 
-def stamp_ns(receive_ns, msg):
+def header_ns(receive_ns, msg):
     """Return a message's header stamp [ns], or its receive time when it has none."""
     header = getattr(msg, 'header', None)
     if header is None:
         return receive_ns
-    value = header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+    value = stamp_ns(header.stamp)
     return value if value > 0 else receive_ns
 
 
 def stamped(messages):
-    """Return [(stamp_ns, message)] sorted by stamp (see :func:`stamp_ns`)."""
-    return sorted(((stamp_ns(t, m), m) for t, m in messages), key=lambda item: item[0])
+    """Return [(stamp_ns, message)] sorted by stamp (see :func:`header_ns`)."""
+    return sorted(((header_ns(t, m), m) for t, m in messages), key=lambda item: item[0])
 
 
 def start_ns(topics):
@@ -122,7 +124,7 @@ def joint_vector(msg):
 
 def turnarounds(topics) -> List[Turnaround]:
     """Return a :class:`Turnaround` for every answered request, in request order."""
-    requests = {m.request_id: (t, stamp_ns(t, m)) for t, m in topics.get('/policy/request', [])}
+    requests = {m.request_id: (t, header_ns(t, m)) for t, m in topics.get('/policy/request', [])}
     out = []
     for received, chunk in topics.get('/policy/chunk', []):
         if chunk.request_id not in requests or chunk.error:

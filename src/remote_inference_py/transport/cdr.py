@@ -49,7 +49,7 @@ from rclpy.serialization import deserialize_message
 
 from remote_inference_py.transport.values import (
     ActionChunkFields, from_action_chunk, from_joint_state, from_shared_image,
-    JointStateFields, SharedImageFields)
+    JointStateFields, SharedImageFields, stamp_ns_of)
 
 STAMP = struct.Struct('<iI')       # a leading std_msgs/Header's stamp: right after the 4 bytes
 U32 = struct.Struct('<I')
@@ -348,10 +348,6 @@ def _foreign(raw, msg_type):
         raise CdrError(f'cannot deserialize a {msg_type.__name__}: {error}') from None
 
 
-def _stamp_ns(sec: int, nanosec: int) -> int:
-    return sec * 1_000_000_000 + nanosec
-
-
 class JointStateDecoder:
     """Read ``sensor_msgs/JointState`` bytes (velocity and effort, never used, are skipped)."""
 
@@ -363,14 +359,14 @@ class JointStateDecoder:
         layout = self._layout
         if layout is not None and layout.matches(raw):
             names, at, count = layout.values
-            return JointStateFields(_stamp_ns(*STAMP.unpack_from(raw, 4)), names,
+            return JointStateFields(stamp_ns_of(*STAMP.unpack_from(raw, 4)), names,
                                     np.frombuffer(raw, '<f8', count, at))
         if not is_plain_cdr(raw):
             from sensor_msgs.msg import JointState
             return from_joint_state(_foreign(raw, JointState))
         reader = CdrReader(raw)
-        stamp = _stamp_ns(reader.int32('header.stamp.sec'),
-                          reader.uint32('header.stamp.nanosec'))
+        stamp = stamp_ns_of(reader.int32('header.stamp.sec'),
+                            reader.uint32('header.stamp.nanosec'))
         reader.string('header.frame_id')
         names = reader.strings('name')
         positions = reader.numbers('f8', 'position')
@@ -393,15 +389,15 @@ class SharedImageDecoder:
         if layout is not None and layout.matches(raw):
             frame_id, ring, slot_at, sequence_at, size_at = layout.values
             return SharedImageFields(
-                _stamp_ns(*STAMP.unpack_from(raw, 4)), frame_id, ring,
+                stamp_ns_of(*STAMP.unpack_from(raw, 4)), frame_id, ring,
                 U32.unpack_from(raw, slot_at)[0], U64.unpack_from(raw, sequence_at)[0],
                 U32.unpack_from(raw, size_at)[0])
         if not is_plain_cdr(raw):
             from remote_inference.msg import SharedImage
             return from_shared_image(_foreign(raw, SharedImage))
         reader = CdrReader(raw)
-        stamp = _stamp_ns(reader.int32('header.stamp.sec'),
-                          reader.uint32('header.stamp.nanosec'))
+        stamp = stamp_ns_of(reader.int32('header.stamp.sec'),
+                            reader.uint32('header.stamp.nanosec'))
         frame_id, ring = reader.string('header.frame_id'), reader.string('ring')
         slot = reader.uint32('slot')
         slot_at = reader.offset - 4
@@ -430,7 +426,7 @@ class ActionChunkDecoder:
             (session_id, joint_names, step_count, error, request_at, period_at, positions_at,
              count, timings_at, instance_id, refused) = layout.values
             return ActionChunkFields(
-                _stamp_ns(*STAMP.unpack_from(raw, 4)), session_id,
+                stamp_ns_of(*STAMP.unpack_from(raw, 4)), session_id,
                 U64.unpack_from(raw, request_at)[0], joint_names,
                 F64.unpack_from(raw, period_at)[0], step_count,
                 np.frombuffer(raw, '<f4', count, positions_at), error,
@@ -439,8 +435,8 @@ class ActionChunkDecoder:
             from remote_inference.msg import ActionChunk
             return from_action_chunk(_foreign(raw, ActionChunk))
         reader = CdrReader(raw)
-        stamp = _stamp_ns(reader.int32('header.stamp.sec'),
-                          reader.uint32('header.stamp.nanosec'))
+        stamp = stamp_ns_of(reader.int32('header.stamp.sec'),
+                            reader.uint32('header.stamp.nanosec'))
         reader.string('header.frame_id')
         session_id = reader.string('session_id')
         request_id = reader.uint64('request_id')

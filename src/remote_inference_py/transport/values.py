@@ -29,9 +29,14 @@ from typing import Any, NamedTuple, Tuple
 import numpy as np
 
 
+def stamp_ns_of(sec: int, nanosec: int) -> int:
+    """Nanoseconds of a stamp's two fields (the one place stamps become nanoseconds)."""
+    return sec * 1_000_000_000 + nanosec
+
+
 def stamp_ns(stamp) -> int:
-    """Nanoseconds of a ``builtin_interfaces/Time``."""
-    return stamp.sec * 1_000_000_000 + stamp.nanosec
+    """Nanoseconds of a ``builtin_interfaces/Time`` (anything with ``sec`` and ``nanosec``)."""
+    return stamp_ns_of(stamp.sec, stamp.nanosec)
 
 
 class JointStateFields(NamedTuple):
@@ -89,7 +94,7 @@ class ImageFields:
     @property
     def stamp_ns(self) -> int:
         """The header stamp [ns]."""
-        return self.sec * 1_000_000_000 + self.nanosec
+        return stamp_ns(self)
 
 
 def from_joint_state(msg) -> JointStateFields:
