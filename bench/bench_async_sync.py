@@ -71,6 +71,7 @@ import numpy as np
 import smoke
 
 from remote_inference_py.bringup import param_args
+from remote_inference_py.transport.values import stamp_ns
 
 BENCH = pathlib.Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -267,7 +268,7 @@ class Bench:
 
 def stamp(status):
     """Header stamp of a status message [s]."""
-    return status.header.stamp.sec + status.header.stamp.nanosec * 1e-9
+    return stamp_ns(status.header.stamp) * 1e-9
 
 
 def verdict(row):
@@ -472,10 +473,9 @@ def main(argv=None):
     if not options.no_write:
         results = smoke.results_dir(options)
         png = plot(rows, results / 'async_sync.png')
-        (results / 'async_sync.md').write_text(
-            '# Asynchronous vs synchronous benchmark\n\n'
-            f'`./run bench async_sync --seconds {options.seconds:g}`\n\n{text}\n\n'
-            f'![dispatch rate and held fraction]({png.name})\n')
+        smoke.write_results(
+            options, 'async_sync.md', '# Asynchronous vs synchronous benchmark\n\n'
+            f'{text}\n\n![dispatch rate and held fraction]({png.name})\n', __file__, argv)
         print(f'async_sync: wrote {results / "async_sync.md"} and {png}')
     print(f'async_sync: {elapsed:.0f} s')
     return 0

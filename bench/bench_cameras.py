@@ -285,7 +285,7 @@ def main(argv=None):
             f'{time.strftime("%Y-%m-%d")}, {os.cpu_count()} cores, 1-min load average '
             f'{load:.2f} after the run (other jobs share this machine).\n')
     print(text)
-    (smoke.results_dir(options) / 'cameras.md').write_text(text)
+    smoke.write_results(options, 'cameras.md', text, __file__, argv)
     return 0
 
 

@@ -243,8 +243,8 @@ def main(argv=None):
     text = '\n'.join(table(rows) + [''] + notes)
     print(text)
     if not options.no_write:
-        (smoke.results_dir(options) / 'discovery.md').write_text(
-            '# Discovery cost (bench/bench_discovery.py)\n\n' + text + '\n')
+        smoke.write_results(options, 'discovery.md', '# Discovery cost\n\n' + text + '\n',
+                            __file__, argv)
     return 0
 
 

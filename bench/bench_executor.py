@@ -190,9 +190,9 @@ def main(argv=None):
                          f'{r["chunks"]} |')
     text = '\n'.join(lines)
     print(text)
-    (smoke.results_dir(options) / 'executor.md').write_text(
-        f'# Executor benchmark\n\n{time.strftime("%Y-%m-%d")}, {os.cpu_count()} cores\n\n'
-        f'{text}\n')
+    smoke.write_results(options, 'executor.md',
+                        f'# Executor benchmark\n\n{os.cpu_count()} cores\n\n{text}\n',
+                        __file__, argv)
 
 
 if __name__ == '__main__':

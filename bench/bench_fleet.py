@@ -235,11 +235,8 @@ def main(argv=None):
     print(text)
     if not options.no_write:
         results = smoke.results_dir(options)
-        cells = ' '.join(f'{r}x{s}' for r, s in options.cells)
-        (results / 'fleet.md').write_text(
-            '# Fleet throughput benchmark\n\n'
-            f'`./run bench fleet --seconds {options.seconds:g} --cells {cells} '
-            f'--refill-seconds {options.refill_seconds:g}`\n\n{text}\n')
+        smoke.write_results(options, 'fleet.md', f'# Fleet throughput benchmark\n\n{text}\n',
+                            __file__, argv)
         print(f'fleet: wrote {results / "fleet.md"}')
     print(f'fleet: {elapsed:.0f} s')
     return 0

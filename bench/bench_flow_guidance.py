@@ -41,7 +41,6 @@ rounds.
 import argparse
 import os
 import pathlib
-import sys
 import tempfile
 import time
 
@@ -192,11 +191,9 @@ def main(argv=None):
     lines += [f'| {name} | {value:.3f} |' for name, value in part_times.items()]
     text = '\n'.join(lines)
     print(text)
-    command = sys.argv[1:] if argv is None else argv
-    (smoke.results_dir(options) / 'flow_guidance.md').write_text(
-        f'# Flow policy: guided sampling cost, whole, split, traced and numpy\n\n'
-        f'{time.strftime("%Y-%m-%d")}, {os.cpu_count()} cores; '
-        f'`./run bench flow_guidance {" ".join(command)}`\n\n{text}\n')
+    smoke.write_results(
+        options, 'flow_guidance.md', '# Flow policy: guided sampling cost, whole, split, '
+        f'traced and numpy\n\n{os.cpu_count()} cores\n\n{text}\n', __file__, argv)
 
 
 if __name__ == '__main__':

@@ -343,7 +343,7 @@ def main(argv=None):
         passes = 1 if options.smoke else options.passes
         with tempfile.TemporaryDirectory() as directory:
             rows = model_rows(directory, passes, options.smoke)
-        write_models(rows, passes, options.smoke)
+        write_models(rows, passes, options, argv)
         if options.models_only:
             return
     p50 = np.percentile
@@ -396,14 +396,14 @@ def main(argv=None):
         'round trip p99 [ms] |\n'
         '|---|---|---|---|---|---|---|---|---|---|---|---|\n' + '\n'.join(serve_rows) + '\n')
     print('\n' + text)
-    (smoke.results_dir(options) / 'lerobot.md').write_text(text)
+    smoke.write_results(options, 'lerobot.md', text, __file__, argv)
 
 
-def write_models(rows, passes, smoke):
+def write_models(rows, passes, options, argv):
     """Print the SmolVLA-beside-ACT table; write bench/results/lerobot_models.md unless smoke."""
     import torch
     load = ', '.join(f'{v:.1f}' for v in os.getloadavg())
-    sizes = ('tiny models (smoke run)' if smoke else
+    sizes = ('tiny models (smoke run)' if options.smoke else
              "ACT at its default size (ResNet-18, dim_model 512); SmolVLA with LeRobot 0.4.4's "
              "defaults (16 of the backbone's 32 text layers, expert width 0.75, chunk 50, 10 "
              'flow steps, images padded to 512x512) on the published sizes of '
@@ -412,15 +412,15 @@ def write_models(rows, passes, smoke):
         f'# SmolVLA beside ACT on CPU\n\n{time.strftime("%Y-%m-%d %H:%M")}, {platform.node()}, '
         f'{os.cpu_count()} cores, load average {load} (1/5/15 min, the machine shared), torch '
         f'{torch.__version__}, lerobot 0.4.4; {sizes}; random weights, built offline; cameras '
-        f'{"3x64x96" if smoke else "3x480x640"}; one torch thread; {passes} timed passes after '
+        f'{"3x64x96" if options.smoke else "3x480x640"}; one torch thread; {passes} timed passes '
+        'after '
         'one warm-up; load = the lerobot runtime in a fresh process, imports included.\n\n'
         '| policy | cameras | parameters [M] | chunk | build [s] | load [s] | RSS loaded [MB] '
         '| RSS peak [MB] | forward p50 [ms] | min [ms] | max [ms] |\n'
         '|---|---|---|---|---|---|---|---|---|---|---|\n' + '\n'.join(rows) + '\n')
     print('\n' + text)
-    if not smoke:
-        (BENCH / 'results').mkdir(exist_ok=True)
-        (BENCH / 'results' / 'lerobot_models.md').write_text(text)
+    if not options.smoke:
+        smoke.write_results(options, 'lerobot_models.md', text, __file__, argv)
 
 
 if __name__ == '__main__':

@@ -64,6 +64,7 @@ import smoke
 
 from remote_inference_py.bringup import param_args
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.transport.values import stamp_ns
 
 BENCH = pathlib.Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -170,7 +171,7 @@ class Watch:
             self.node.create_subscription(
                 InferenceRequest, f'{ns}/policy/request',
                 lambda m, ns=ns: self.sent[ns].setdefault(
-                    m.request_id, m.header.stamp.sec * 10**9 + m.header.stamp.nanosec),
+                    m.request_id, stamp_ns(m.header.stamp)),
                 qos.COMMANDS)
             self.node.create_subscription(
                 ActionChunk, f'{ns}/policy/chunk',
@@ -406,10 +407,9 @@ def main(argv=None):
     if not options.no_write:
         results = smoke.results_dir(options)
         png = plot(rows, results / 'multi_robot.png')
-        (results / 'multi_robot.md').write_text(
-            '# Multi-robot serving benchmark\n\n'
-            f'`./run bench multi_robot --seconds {options.seconds:g}`\n\n{text}\n\n'
-            f'![throughput and turnaround]({png.name})\n')
+        smoke.write_results(
+            options, 'multi_robot.md', '# Multi-robot serving benchmark\n\n'
+            f'{text}\n\n![throughput and turnaround]({png.name})\n', __file__, argv)
         print(f'multi_robot: wrote {results / "multi_robot.md"} and {png}')
     print(f'multi_robot: {elapsed:.0f} s')
     return 0

@@ -258,7 +258,7 @@ def main(argv=None):
             'Overhead = (request received -> chunk published) - forward time = queue + pre + '
             'post.\n\n' + header + '\n' + '\n'.join(rows) + '\n')
     print('\n' + text)
-    (smoke.results_dir(options) / 'policy_server.md').write_text(text)
+    smoke.write_results(options, 'policy_server.md', text, __file__, argv)
 
 
 if __name__ == '__main__':

@@ -279,8 +279,8 @@ def main(argv=None):
     text = '\n'.join(table(rows) + [''] + notes)
     print(text)
     if not options.no_write:
-        (smoke.results_dir(options) / 'presence.md').write_text(
-            '# Presence soak (bench/bench_presence.py)\n\n' + text + '\n')
+        smoke.write_results(options, 'presence.md', '# Presence soak\n\n' + text + '\n',
+                            __file__, argv)
     return 0
 
 

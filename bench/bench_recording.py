@@ -48,6 +48,7 @@ import numpy as np
 import smoke
 
 from remote_inference_py.analysis.bag import read_bag
+from remote_inference_py.transport.values import stamp_ns
 
 FPS = 30.0
 
@@ -73,10 +74,9 @@ def run_cell(record, seconds, folder):
     moving = [m for m in statuses if m.state_name in ('RUNNING', 'WAITING')]
     last = moving[-1]
     started = next(m for m in statuses if m.state_name in ('RUNNING', 'WAITING'))
-    start_ns = started.header.stamp.sec * 10**9 + started.header.stamp.nanosec
-    end_ns = last.header.stamp.sec * 10**9 + last.header.stamp.nanosec
-    stamps = np.array([m.header.stamp.sec * 10**9 + m.header.stamp.nanosec
-                       for _, m in topics['/joint_commands']], dtype=np.int64)
+    start_ns, end_ns = stamp_ns(started.header.stamp), stamp_ns(last.header.stamp)
+    stamps = np.array([stamp_ns(m.header.stamp) for _, m in topics['/joint_commands']],
+                      dtype=np.int64)
     stamps = stamps[(stamps >= start_ns) & (stamps <= end_ns)]
     period = 1e9 / FPS
     offset = np.mod(stamps - stamps[0] + period / 2, period) - period / 2
@@ -125,8 +125,8 @@ def main(argv=None):
     host = (f'{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at the end; '
             f'{options.rounds} rounds of {options.seconds:g} s')
     print(text)
-    path = smoke.results_dir(options) / 'recording.md'
-    path.write_text(f'# Recording on and off\n\n{host}\n\n{text}\n')
+    path = smoke.write_results(options, 'recording.md',
+                               f'# Recording on and off\n\n{host}\n\n{text}\n', __file__, argv)
     print(f'wrote {path}')
     return 0
 

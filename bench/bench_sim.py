@@ -128,8 +128,8 @@ def main(argv=None) -> int:
             f'{options.seconds:g} s per cell, '
             f'{"original" if options.full_meshes else "simplified"} meshes')
     print(text)
-    path = smoke.results_dir(options) / 'sim.md'
-    path.write_text(f'# The simulated SO-101\n\n{host}\n\n{text}\n')
+    path = smoke.write_results(options, 'sim.md',
+                               f'# The simulated SO-101\n\n{host}\n\n{text}\n', __file__, argv)
     print(f'wrote {path}')
     return 0
 

@@ -511,12 +511,10 @@ def main(argv=None):
               file=sys.stderr)
         return
     results = smoke.results_dir(options)
-    command = 'python bench/bench_transport.py ' + ' '.join(argv or sys.argv[1:])
     picture = plot(stats, results / 'transport.png')
-    (results / 'transport.md').write_text(
-        f'# Transport benchmark\n\n{time.strftime("%Y-%m-%d %H:%M")}, {about}\n\n'
-        f'Command: `./run bench transport` (`{command.strip()}`)\n\n{text}\n'
-        + ('\n![round trips](transport.png)\n' if picture else ''))
+    smoke.write_results(options, 'transport.md', f'# Transport benchmark\n\n{about}\n\n{text}\n'
+                        + ('\n![round trips](transport.png)\n' if picture else ''),
+                        __file__, argv)
 
 
 if __name__ == '__main__':

@@ -25,7 +25,10 @@ change that breaks a benchmark fails there rather than at the next measurement.
 
 import os
 import pathlib
+import shlex
+import sys
 import tempfile
+import time
 
 BENCH = pathlib.Path(__file__).resolve().parent
 RESULTS_ENV = 'RI_BENCH_RESULTS_DIR'
@@ -61,3 +64,19 @@ def results_dir(options):
         folder = pathlib.Path(tempfile.mkdtemp(prefix='bench_smoke_'))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def command(script, argv=None):
+    """Return the ``./run bench`` command line that runs ``script`` with ``argv``."""
+    argv = sys.argv[1:] if argv is None else argv
+    name = pathlib.Path(script).stem.removeprefix('bench_')
+    return ' '.join(['./run', 'bench', name, *map(shlex.quote, argv)])
+
+
+def write_results(options, filename, text, script, argv=None):
+    """Write a results page whose second paragraph says which command wrote it, and when."""
+    title, _, rest = text.partition('\n')
+    stamp = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+    path = results_dir(options) / filename
+    path.write_text(f'{title}\n\n`{command(script, argv)}`, {stamp}\n\n{rest.lstrip()}')
+    return path

@@ -109,6 +109,20 @@ def test_every_results_file_has_its_page():
         assert f'../../bench/results/{result.name}' in page.read_text()
 
 
+def test_every_results_file_says_its_date_and_command():
+    # A figure the docs show comes with when and how it was measured (bench/smoke.py writes
+    # both; the gpu page waits for its device run and says so).
+    undated = []
+    for result in sorted(RESULTS.glob('*.md')):
+        head = result.read_text()[:2000]
+        if 'device run pending' in head:
+            continue
+        if not re.search(r'\b20\d\d-\d\d-\d\d\b', head) or \
+                not re.search(r'`(\./run|evaluate|python)\b[^`]*`', head):
+            undated.append(result.name)
+    assert not undated, f'results without a date or a command near the top: {undated}'
+
+
 def test_every_repository_path_the_docs_name_exists():
     missing = []
     for path, text in doc_texts().items():
@@ -143,3 +157,7 @@ def test_the_changelog_is_a_ros_changelog():
         [version for version, _date in listed] == versions
     numbers = [tuple(int(n) for n in version.split('.')) for version, _date in listed]
     assert numbers == sorted(numbers, reverse=True), 'newest version first'
+    # The package's version is the newest released section's (catkin_prepare_release's rule).
+    declared = re.search(r'<version>([^<]+)</version>', (ROOT / 'package.xml').read_text())
+    assert declared.group(1) == listed[0][0], 'package.xml and CHANGELOG.rst disagree'
+    assert f'version = {listed[0][0]}' in (ROOT / 'setup.cfg').read_text().splitlines()
