@@ -55,6 +55,7 @@ class Spec:
     end_s: float = 3.5
     camera_stops_s: float = 0.0       # 0: the camera never stops
     camera_gap_s: tuple = ()          # (from, to): no frames in between
+    camera_lag_s: float = 0.0         # every frame received this long after its capture
     width: int = WIDTH
 
 
@@ -151,7 +152,7 @@ def run_messages(spec=None):
         if spec.camera_gap_s and spec.camera_gap_s[0] <= k / FPS < spec.camera_gap_s[1]:
             continue
         pixels = frame_pixels(k, spec.width)
-        out.append(('/cameras/front/image_raw', ns + 3_000_000, _msg(
+        out.append(('/cameras/front/image_raw', ns + 3_000_000 + int(spec.camera_lag_s * NS), _msg(
             header=_header(ns), height=HEIGHT, width=spec.width, encoding='rgb8',
             step=spec.width * 3, data=pixels.tobytes(), is_bigendian=0)))
     for number, (sent, arrives, task) in enumerate((

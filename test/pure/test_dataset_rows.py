@@ -153,6 +153,21 @@ def test_a_camera_late_before_the_episode_delays_it_and_blocks_nothing():
     assert builder.counts['no_observation'] == round(0.3 * FPS)   # 0.5 s to 0.8 s
 
 
+@pytest.mark.parametrize('lag_s, awaited', [(0.9, True), (1.1, False)])
+def test_frames_delivered_late_are_awaited_up_to_the_camera_timeout(lag_s, awaited):
+    # A busy host delivered the live recorder's frames over a second late while the bag had
+    # them: ticks were settled 8 ticks on, before their frames came. A tick now waits up to
+    # camera_timeout_s (1 s) for a later frame: just inside, every row has its own frame, as
+    # from the bag; just outside, a row settles with the newest frame it has, an older one.
+    events, _ = build(Spec(camera_lag_s=lag_s))
+    rows = [e for e in events if isinstance(e, Row)]
+    assert [r.stamp_ns for r in rows] == [ns for ns, _, _ in expected_rows()]
+    own = [np.array_equal(r.frame['observation.images.front'],
+                          frame_pixels((r.stamp_ns - T0) // PERIOD)) for r in rows]
+    assert all(own) if awaited else not all(own)
+    assert not any(e.error for e in events if isinstance(e, EpisodeEnd))
+
+
 def test_every_declared_camera_is_recorded_at_its_published_size():
     # The policy reads the front camera (resized by the server); the hardware also has a
     # wrist camera the policy does not consume: lerobot-record records both.

@@ -87,8 +87,8 @@ WAITING = 'WAITING'
 IN_RUN = (RUNNING, WAITING)
 ENDED = ('STOPPING', 'STOPPED', 'FAULT')
 CAMERA_TOPIC = re.compile(r'^/?(?:.*/)?cameras/([A-Za-z0-9_]+)/image_raw(?:/[a-z]+)?$')
-HISTORY = 32   # samples kept per stream: covers a tick resolved SETTLE_TICKS late
-SETTLE_TICKS = 8   # a tick waits at most this long for a later sample of every stream
+SETTLE_TICKS = 8   # a tick waits at least this long for a later sample of every stream
+KEEP_MARGIN_NS = 500_000_000   # samples kept beyond the settle window, for the oldest tick
 
 
 class SchemaError(ValueError):
@@ -225,7 +225,9 @@ class EpisodeEnd:
 class _Stream:
     """The last samples of one stream, by capture stamp."""
 
-    def __init__(self):
+    def __init__(self, keep_ns: int):
+        """Keep the samples captured within ``keep_ns`` of the newest (and the newest)."""
+        self.keep_ns = keep_ns
         self.stamps: List[int] = []
         self.values: list = []
 
@@ -237,7 +239,7 @@ class _Stream:
         else:
             self.stamps.append(stamp_ns)
             self.values.append(value)
-        if len(self.stamps) > HISTORY:
+        while len(self.stamps) > 1 and self.stamps[0] < self.stamps[-1] - self.keep_ns:
             del self.stamps[0], self.values[0]
 
     def at(self, stamp_ns: int):
@@ -254,13 +256,17 @@ class RowBuilder:
         self.schema = schema
         self.period_ns = int(round(1e9 / schema.fps))
         self.camera_timeout_ns = int(camera_timeout_s * 1e9)
+        # A late sample (a busy host delivers 640x480 frames late) must not be judged missing
+        # before it could have come: a tick waits up to the camera timeout for one.
+        self.settle_ns = max(SETTLE_TICKS * self.period_ns, self.camera_timeout_ns)
         self._state_conv = {s.key: JointConverter(s.semantics, s.joints, calibration)
                             for s in schema.states}
         self._action_conv = JointConverter(schema.action_semantics, schema.action_joints,
                                            calibration)
         self._joints_needed = sorted({j for s in schema.states for j in s.joints})
-        self._joint_states = _Stream()
-        self._images = {c.camera: _Stream() for c in schema.cameras}
+        keep = self.settle_ns + KEEP_MARGIN_NS
+        self._joint_states = _Stream(keep)
+        self._images = {c.camera: _Stream(keep) for c in schema.cameras}
         self._shapes = {c.camera: tuple(c.shape) for c in schema.cameras}
         self._statuses: List[Tuple[int, str, str, bool]] = []   # (stamp, state, message,
         #                                                          the human drove)
@@ -365,9 +371,9 @@ class RowBuilder:
         self._latest_ns = max(self._latest_ns, stamp_ns)
         # A tick is settled once every stream has a sample captured after it (then its
         # newest sample at or before the tick is final, whatever order the messages arrived
-        # in: a live recorder and a bag of the same run agree), or SETTLE_TICKS later on the
+        # in: a live recorder and a bag of the same run agree), or settle_ns later on the
         # commands' clock (a stream that stalled).
-        horizon = self._latest_ns - SETTLE_TICKS * self.period_ns
+        horizon = self._latest_ns - self.settle_ns
         return self._resolve(lambda stamp: stamp <= horizon or self._settled(stamp))
 
     def _settled(self, stamp_ns: int) -> bool:
