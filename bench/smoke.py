@@ -56,6 +56,8 @@ def parse_args(parser, argv=None, **tiny):
 
 def results_dir(options):
     """Where a run writes its results: bench/results, or outside the repository when smoking."""
+    if getattr(options, 'results_folder', None) is not None:   # one folder per run
+        return options.results_folder
     if not options.smoke:
         folder = BENCH / 'results'
     elif os.environ.get(RESULTS_ENV):
@@ -63,6 +65,7 @@ def results_dir(options):
     else:
         folder = pathlib.Path(tempfile.mkdtemp(prefix='bench_smoke_'))
     folder.mkdir(parents=True, exist_ok=True)
+    options.results_folder = folder
     return folder
 
 

@@ -18,8 +18,8 @@ The arguments of ``bringup.launch.py`` and ``fleet.launch.py``, declared once (n
 The launch files declare these (``DeclareLaunchArgument``, which refuses a value outside
 ``choices``); ``tools/param_tables.py`` writes the documentation's tables from them. An
 argument that sets a node's setting takes its choices, and where the argument is that
-setting, its default and description, from the setting's declaration; an empty default means
-"the config file's value".
+setting, its default and description, from the setting's declaration. What an empty value
+means is in each description (mostly: the config file's value).
 """
 
 import dataclasses

@@ -272,3 +272,14 @@ def test_bad_leader_arguments_are_refused_by_name_before_anything_starts(
     with pytest.raises(ValueError) as raised:
         bringup.plan(share_dir=share, **changes)
     assert str(raised.value) == message
+
+
+def test_every_launch_argument_default_is_one_of_its_choices():
+    # DeclareLaunchArgument checks this only when a launch file is loaded.
+    from remote_inference_py.launch_arguments import LAUNCH_FILES
+    for launch_file, arguments in LAUNCH_FILES.items():
+        names = [a.name for a in arguments]
+        assert len(names) == len(set(names)), launch_file
+        for argument in arguments:
+            assert not argument.choices or argument.default in argument.choices, \
+                (launch_file, argument.name)

@@ -449,6 +449,10 @@ class RowBuilder:
             if sample is None or stamp - sample[0] > self.camera_timeout_ns:
                 if not self.in_episode:   # not started yet, or late: no episode begins yet
                     self.counts['no_observation'] += 1
+                    late = (f'camera {camera.camera!r} sent no frame within camera_timeout_s '
+                            'of a tick before the episode: its first rows wait for one')
+                    if sample is not None and late not in self.notes:
+                        self.notes.append(late)
                     return []
                 age = 'no frame yet' if sample is None else \
                     f'no frame for {(stamp - sample[0]) / 1e9:.2f} s'

@@ -283,6 +283,8 @@ def run_node(node_factory, args=None, config_errors=()):
                 # thread's stack goes to stderr and the process exits with code 1, instead
                 # of hanging until someone kills it.
                 destroy_bounded(node, exit_code, shutdown=True)
+                # destroy_bounded used faulthandler's one timer: the report goes on after it.
+                faulthandler.dump_traceback_later(CLEANUP_REPORT_S, exit=False)
         rclpy.try_shutdown()   # no node made (a bad parameter): nothing of DDS to wait on
         for signum, handler in previous.items():
             signal.signal(signum, handler)

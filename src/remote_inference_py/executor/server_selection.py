@@ -287,8 +287,9 @@ class Selection:
                       actions: List[object]) -> None:
         names = ', '.join(candidate_label(c) for c in silent)
         actions.append(Log('warning', f'server {candidate_label(self.current)} refused: '
-                                      f'{reason}; surveying again, as {names} has not '
-                                      'answered yet'))
+                                      f'{reason}; surveying again, as {names} '
+                                      f'{"has" if len(silent) == 1 else "have"} not answered '
+                                      'yet'))
         answered = list(self.answers)
         self.handshake, self.current, self.choice = None, None, None
         self.answers, self.first_usable = {}, None
