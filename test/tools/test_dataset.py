@@ -170,6 +170,24 @@ def test_a_dataset_recorded_before_the_intervention_column_is_appended_to_as_bef
     assert dataset_writer.as_existing(tmp_path / 'new', schema()) == schema()   # a new one
 
 
+def test_an_episode_is_saved_on_a_thread_of_its_own_at_a_lower_priority(tmp_path):
+    """The priority itself: test/pure/test_dataset_priority.py."""
+    import threading
+    dataset = dataset_writer.open_dataset(tmp_path / 'dataset', REPO, schema())
+    threads = []
+    save_episode = dataset.save_episode
+
+    def watched():
+        threads.append(threading.current_thread().name)
+        return save_episode()
+    dataset.save_episode = watched
+    writer = dataset_writer.DatasetWriter(dataset)
+    for event in live_rows():
+        writer.put_waiting(event)
+    assert writer.close() == []
+    assert threads == ['dataset-save'] and writer.episodes_saved == 1
+
+
 def test_an_encoder_error_is_named_and_the_dataset_keeps_what_was_written(tmp_path):
     folder = tmp_path / 'dataset'
     logs = []

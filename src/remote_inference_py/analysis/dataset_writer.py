@@ -28,7 +28,10 @@ LeRobot's create, add_frame, save_episode and finalize do the writing.
   :class:`~.dataset_rows.EpisodeEnd` events with :meth:`DatasetWriter.put`, which never
   blocks: when the queue is full the row is dropped and counted (named per episode in the
   log). The thread adds frames (LeRobot writes each camera frame as a PNG) and, at an episode
-  end, saves the episode (LeRobot encodes the videos). A full disk or an encoder error is
+  end, saves the episode (LeRobot encodes the videos): seconds of every core at once, so the
+  save runs at a lower CPU priority (:func:`call_at_lower_priority`; the encoder's threads
+  inherit it) and the robot's processes and the recorder's own subscriptions keep the CPU
+  they need while it runs. A full disk or an encoder error is
   named, the episode is closed with what could be written (an episode whose video cannot be
   encoded is discarded: LeRobot cannot store it without its video) and the writer stops
   taking rows; earlier episodes stay, and :meth:`DatasetWriter.close` finalizes the dataset.
@@ -48,6 +51,7 @@ import os
 import pathlib
 import queue
 import shutil
+import sys
 import threading
 import time
 
@@ -57,6 +61,9 @@ DEFAULT_VCODEC = 'libsvtav1'
 QUEUE_ROWS = 256           # rows waiting for the writer: ~8 s at 30 fps
 LOW_SPACE = 1_000_000      # [bytes] below this a write error is a full disk, whatever it says
 LOG = logging.getLogger('remote_inference.dataset')
+# How much lower the CPU priority of an episode's save (video encoding) is: nice +10 gets about
+# a tenth of the CPU a normal-priority process gets when both want it.
+SAVE_NICE = 10
 
 
 class DatasetError(ValueError):
@@ -230,6 +237,38 @@ def open_dataset(folder, repo_id, schema, vcodec=DEFAULT_VCODEC, image_writer_th
     return dataset
 
 
+def call_at_lower_priority(work, nice=SAVE_NICE):
+    """Return ``work()``, run on a thread of its own ``nice`` steps below the caller's priority.
+
+    On Linux the nice value is a thread's own and every thread it starts inherits it (the
+    video encoder's threads). Raising it needs no privilege, and lowering it back would: hence
+    a thread that ends with the work. Elsewhere the work runs as before. An exception of
+    ``work`` is raised here.
+    """
+    outcome = {}
+
+    def run():
+        """Lower this thread's priority, then do the work."""
+        if sys.platform.startswith('linux'):
+            tid = threading.get_native_id()
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid,
+                               min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+            except OSError:   # a sandbox that refuses: the work runs at the caller's priority
+                pass
+        try:
+            outcome['value'] = work()
+        except BaseException as error:  # noqa: B902 - handed to the caller as it is
+            outcome['error'] = error
+
+    thread = threading.Thread(target=run, name='dataset-save', daemon=True)
+    thread.start()
+    thread.join()
+    if 'error' in outcome:
+        raise outcome['error']
+    return outcome.get('value')
+
+
 def describe_error(error, folder):
     """Name a write error: a full disk, or what failed (the encoder, a file)."""
     try:
@@ -337,7 +376,7 @@ class DatasetWriter:
         self.frames_in_episode = 0
         dropped, self.episode_dropped = self.episode_dropped, 0
         try:
-            self.dataset.save_episode()
+            call_at_lower_priority(self.dataset.save_episode)
         except Exception as error:  # noqa: B902 - an encoder or disk error: named, not fatal
             self._fail(f'saving episode {index} ({count} frames): '
                        + describe_error(error, self.folder) + '; the episode is discarded')
@@ -360,6 +399,6 @@ class DatasetWriter:
 
     def _finalize(self):
         try:
-            self.dataset.finalize()
+            call_at_lower_priority(self.dataset.finalize)
         except Exception as error:  # noqa: B902 - named; nothing else to close
             self._fail('finalizing: ' + describe_error(error, self.folder))
