@@ -56,6 +56,8 @@ class Spec:
     camera_stops_s: float = 0.0       # 0: the camera never stops
     camera_gap_s: tuple = ()          # (from, to): no frames in between
     camera_lag_s: float = 0.0         # every frame received this long after its capture
+    pause_s: tuple = ()               # (from, to): the host paused every process: nothing
+    #                                   is stamped in between, not even a tick
     width: int = WIDTH
 
 
@@ -95,12 +97,17 @@ def _header(ns):
     return _msg(stamp=_msg(sec=ns // NS, nanosec=ns % NS), frame_id='')
 
 
+def paused(spec, t):
+    """Return True when ``t`` (seconds since the first tick) falls in the host's pause."""
+    return bool(spec.pause_s) and spec.pause_s[0] <= t < spec.pause_s[1]
+
+
 def tick_states(spec):
     """Return [(tick stamp ns, state, SI command)] of every tick."""
     ticks, held = [], None
     for k in range(int(spec.end_s * FPS)):
         t = k / FPS
-        if t < spec.ready_s:
+        if t < spec.ready_s or paused(spec, t):
             continue
         if t < spec.first_chunk_s or spec.hold_s <= t < spec.subtask_chunk_s:
             state = 'WAITING'
@@ -138,10 +145,14 @@ def run_messages(spec=None):
     ticks = tick_states(spec)
     for k in range(int(spec.end_s * 10)):     # status every 0.1 s: the state then
         ns = T0 + k * NS // 10
+        if paused(spec, k / 10):
+            continue
         current = [s for stamp, s, _ in ticks if stamp <= ns]
         status(ns + 500_000, current[-1] if current else 'READY')
     for k in range(int(spec.end_s * 50)):     # joint states at 50 Hz, 2 ms old at send
         ns = T0 + k * NS // 50
+        if paused(spec, k / 50):
+            continue
         position = list(pose(ns / NS - T0 / NS) - 0.01)
         out.append(('/joint_states', ns + 2_000_000,
                     _msg(header=_header(ns), name=names, position=position)))
@@ -150,6 +161,8 @@ def run_messages(spec=None):
         if spec.camera_stops_s and k / FPS >= spec.camera_stops_s:
             break
         if spec.camera_gap_s and spec.camera_gap_s[0] <= k / FPS < spec.camera_gap_s[1]:
+            continue
+        if paused(spec, k / FPS):
             continue
         pixels = frame_pixels(k, spec.width)
         out.append(('/cameras/front/image_raw', ns + 3_000_000 + int(spec.camera_lag_s * NS), _msg(

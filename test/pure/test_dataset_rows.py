@@ -133,10 +133,44 @@ def test_a_camera_lost_mid_episode_is_named_and_ends_it():
     ends = [e for e in events if isinstance(e, EpisodeEnd)]
     rows = [e for e in events if isinstance(e, Row)]
     assert len(ends) == 1 and ends[0].error
-    assert "camera 'front' lost: no frame for 0.5" in ends[0].reason
+    assert "camera 'front' lost: no frame in 16 ticks (0.5" in ends[0].reason
     # Rows up to the loss, none after (no new episode before the next start).
     assert rows[-1].stamp_ns < ends[0].stamp_ns
     assert all((r.stamp_ns - T0) / 1e9 < 1.55 for r in rows)
+    assert builder.counts['episodes'] == 1
+
+
+@pytest.mark.parametrize('missing, lost', [(14, False), (15, True)])
+def test_a_camera_is_lost_after_camera_timeout_s_of_ticks_without_a_frame(missing, lost):
+    # camera_timeout_s 0.5 s at 30 fps: 15 ticks. The frames of ticks 18 on are missing while
+    # the executor runs: the 15th tick since the last frame (tick 17's) still has a row, the
+    # 16th ends the episode.
+    first = 18
+    events, _ = build(Spec(camera_gap_s=(first / FPS, (first + missing) / FPS)),
+                      camera_timeout_s=0.5)
+    ends = [e for e in events if isinstance(e, EpisodeEnd) and e.error]
+    rows = [e.stamp_ns for e in events if isinstance(e, Row)]
+    if lost:
+        assert len(ends) == 1 and ends[0].stamp_ns == T0 + (first + 14) * PERIOD
+        assert ends[0].reason == "camera 'front' lost: no frame in 16 ticks (0.50 s)"
+        assert rows[-1] == T0 + (first + 13) * PERIOD
+    else:
+        assert not ends and rows == [ns for ns, _, _ in expected_rows()]
+
+
+def test_a_pause_of_every_process_longer_than_the_camera_timeout_loses_no_camera():
+    # A loaded host froze every process at once for about a second (measured up to 1.16 s:
+    # the recorder, the camera's renderer, the executor, a bare sampling process): nothing is
+    # stamped in the pause, the executor skips the ticks it missed, and the renderer's next
+    # frame comes 0.1 s after the first tick. The newest frame is then 1.3 s old, over
+    # camera_timeout_s, yet only 4 ticks passed without one: no camera was lost.
+    spec = Spec(stop_s=4.0, end_s=4.5, pause_s=(2.2, 3.4), camera_gap_s=(2.2, 3.5))
+    events, builder = build(spec, camera_timeout_s=1.0)
+    assert not [e for e in events if isinstance(e, EpisodeEnd) and e.error]
+    rows = [e for e in events if isinstance(e, Row)]
+    assert [r.stamp_ns for r in rows] == [ns for ns, _, _ in expected_rows(spec)]
+    first = next(r for r in rows if r.stamp_ns >= T0 + 3.4 * NS)
+    assert first.stamp_ns - first.image_stamps['observation.images.front'] > 1.0 * NS
     assert builder.counts['episodes'] == 1
 
 

@@ -65,8 +65,9 @@ PARAMETERS = (
               'hevc.'),
     ParamSpec('calibration_file', 'string', '', "The arm's LeRobot calibration JSON (as the "
               "policy server's); empty: the default SO-101 calibration."),
-    ParamSpec('camera_timeout_s', 'double', 1.0, 'A camera silent this long ends the episode, '
-              'named.', unit='s', low=0.05, high=60.0),
+    ParamSpec('camera_timeout_s', 'double', 1.0, 'A camera that sends no frame while the '
+              'executor dispatches this long of ticks ends the episode, named.', unit='s',
+              low=0.05, high=60.0),
     ParamSpec('queue_rows', 'int', 256, 'Rows waiting for the writer; beyond, rows are '
               'dropped and counted.', low=1, high=100000),
     ParamSpec('start_executor', 'bool', False, 'Call executor/start once the dataset is open '
@@ -78,6 +79,9 @@ PARAMETERS = (
               high=3600.0),
 )
 ROBOT_SIDE_TOPICS = (bringup.STATUS.name, bringup.JOINT_STATES.name)
+# Camera frames the recorder's queue keeps while it is busy: a second at 30 fps (a 640x480 RGB
+# frame is 0.9 MB, so 28 MB a camera at most).
+IMAGE_DEPTH = 30
 # How long to wait for hardware/info to declare the cameras the policy reads (their size is the
 # dataset's); then a camera not declared is recorded at the policy's input size [s].
 CAMERA_WAIT_S = 30.0
@@ -254,7 +258,7 @@ class DatasetRecorderNode(Node):
         for camera in schema.cameras:
             self.create_subscription(Image, f'cameras/{camera.camera}/image_raw',
                                      lambda msg, c=camera.camera: self._image(c, msg),
-                                     qos.IMAGES)
+                                     deep(qos.IMAGES, IMAGE_DEPTH))
         features = ', '.join(f'{k} {tuple(v["shape"])}' for k, v in schema.features().items())
         self.get_logger().info(f'recording dataset {self.settings["dataset_dir"]} at '
                                f'{schema.fps} fps: {features}')

@@ -53,8 +53,9 @@ What a row is (the decisions, also in docs/recording.md):
   answer arrives; before any chunk of a known request, the latched ``executor/task``.
 - Episodes: one per start -> stop. An episode begins at the first dispatched tick after the
   executor was READY, STOPPED or FAULT (or after the recorder ended one) and ends when it
-  leaves RUNNING/WAITING for STOPPING, STOPPED or FAULT, or when a camera has sent nothing for
-  ``camera_timeout_s`` (the camera is named; no new episode starts before the next start).
+  leaves RUNNING/WAITING for STOPPING, STOPPED or FAULT, or when a camera has sent nothing
+  while the executor dispatched ``camera_timeout_s`` of ticks (the camera is named; no new
+  episode starts before the next start).
   The operator may also cut the run into episodes while it goes on, as ``lerobot-record``'s
   episode and reset periods do (:meth:`RowBuilder.operator`; the recorder's
   ``dataset/end_episode`` and ``dataset/start_episode`` services): *end* closes the episode at
@@ -68,6 +69,7 @@ Column names follow ``lerobot-record`` for a robot's joints: ``<joint>.pos``.
 """
 
 import bisect
+import collections
 import dataclasses
 import io
 import re
@@ -230,6 +232,7 @@ class _Stream:
         self.keep_ns = keep_ns
         self.stamps: List[int] = []
         self.values: list = []
+        self.pruned: Optional[int] = None    # the stamp of the newest sample let go
 
     def add(self, stamp_ns: int, value) -> None:
         if self.stamps and stamp_ns < self.stamps[-1]:
@@ -240,12 +243,22 @@ class _Stream:
             self.stamps.append(stamp_ns)
             self.values.append(value)
         while len(self.stamps) > 1 and self.stamps[0] < self.stamps[-1] - self.keep_ns:
+            self.pruned = self.stamps[0]
             del self.stamps[0], self.values[0]
 
     def at(self, stamp_ns: int):
         """Return (stamp, value) of the newest sample at or before ``stamp_ns``, or None."""
         index = bisect.bisect_right(self.stamps, stamp_ns)
         return None if index == 0 else (self.stamps[index - 1], self.values[index - 1])
+
+    def stamp_at(self, stamp_ns: int) -> Optional[int]:
+        """Return the stamp of the newest sample at or before ``stamp_ns``, kept or not."""
+        index = bisect.bisect_right(self.stamps, stamp_ns)
+        if index:
+            return self.stamps[index - 1]
+        if self.pruned is not None and self.pruned <= stamp_ns:
+            return self.pruned
+        return None
 
 
 class RowBuilder:
@@ -256,6 +269,12 @@ class RowBuilder:
         self.schema = schema
         self.period_ns = int(round(1e9 / schema.fps))
         self.camera_timeout_ns = int(camera_timeout_s * 1e9)
+        # A camera is lost once the executor dispatched camera_timeout_s of ticks with no frame
+        # of it: counted in ticks, not by the frame's age, so a host that paused every process
+        # at once (a loaded machine froze them all for over a second: the executor skips the
+        # ticks it missed) does not end the episode.
+        self.camera_timeout_ticks = max(1, round(camera_timeout_s * schema.fps))
+        self._recent_ticks = collections.deque(maxlen=self.camera_timeout_ticks + 1)
         # A late sample (a busy host delivers 640x480 frames late) must not be judged missing
         # before it could have come: a tick waits up to the camera timeout for one.
         self.settle_ns = max(SETTLE_TICKS * self.period_ns, self.camera_timeout_ns)
@@ -398,6 +417,7 @@ class RowBuilder:
         events = []
         while self._pending and ready(self._pending[0][0]):
             stamp, si, task = self._pending.pop(0)
+            self._recent_ticks.append(stamp)
             events += self._tick(stamp, si, task)
         return events
 
@@ -445,19 +465,25 @@ class RowBuilder:
                 values).astype(np.float32)
         image_stamps = {}
         for camera in self.schema.cameras:
-            sample = self._images[camera.camera].at(stamp)
-            if sample is None or stamp - sample[0] > self.camera_timeout_ns:
+            stream = self._images[camera.camera]
+            last = stream.stamp_at(stamp)
+            ticks = self._ticks_since(last)
+            if ticks > self.camera_timeout_ticks:
                 if not self.in_episode:   # not started yet, or late: no episode begins yet
                     self.counts['no_observation'] += 1
                     late = (f'camera {camera.camera!r} sent no frame within camera_timeout_s '
                             'of a tick before the episode: its first rows wait for one')
-                    if sample is not None and late not in self.notes:
+                    if last is not None and late not in self.notes:
                         self.notes.append(late)
                     return []
-                age = 'no frame yet' if sample is None else \
-                    f'no frame for {(stamp - sample[0]) / 1e9:.2f} s'
+                age = 'no frame yet' if last is None else \
+                    f'no frame in {ticks} ticks ({(stamp - last) / 1e9:.2f} s)'
                 self._blocked = f'camera {camera.camera!r} lost: {age}'
                 return [self._end(stamp, self._blocked, error=True)]
+            sample = stream.at(stamp)
+            if sample is None:   # its frame was let go: every process paused longer than kept
+                self.counts['no_observation'] += 1
+                return []
             frame[camera.key] = sample[1]
             image_stamps[camera.key] = sample[0]
         frame['action'] = self._action_conv.to_policy(si).astype(np.float32)
@@ -472,6 +498,16 @@ class RowBuilder:
         self.counts['rows'] += 1
         events.append(Row(stamp, frame, image_stamps))
         return events
+
+    def _ticks_since(self, stamp_ns: Optional[int]) -> int:
+        """Return how many of the recent ticks (this one included) came after ``stamp_ns``.
+
+        None (nothing yet) counts as more than the camera timeout.
+        """
+        if stamp_ns is None:
+            return self.camera_timeout_ticks + 1
+        ticks = list(self._recent_ticks)
+        return len(ticks) - bisect.bisect_right(ticks, stamp_ns)
 
     def _end(self, stamp: int, reason: str, error: bool = False) -> EpisodeEnd:
         self.in_episode = False

@@ -61,15 +61,16 @@ def message_class(type_name):
 RECORD_DEPTH = 100
 
 
-def deep(profile):
-    """Return ``profile`` with a reader queue of at least RECORD_DEPTH messages.
+def deep(profile, depth=RECORD_DEPTH):
+    """Return ``profile`` with a reader queue of at least ``depth`` messages.
 
-    The nodes' own profiles keep the last status only (a late reader needs no more); a
-    recorder that falls behind by 30 ms would then lose a status published just before
-    another (a query's hold and its answer, 30 ms apart).
+    The nodes' own profiles keep the last status (or camera frame) only: a late reader needs
+    no more. A recorder that falls behind by 30 ms would then lose a status published just
+    before another (a query's hold and its answer, 30 ms apart), and one busy for a second on
+    a loaded host every frame of that second.
     """
     profile = copy.copy(profile)
-    profile.depth = max(profile.depth, RECORD_DEPTH)
+    profile.depth = max(profile.depth, depth)
     return profile
 
 
@@ -174,7 +175,7 @@ class RecorderNode(Node):
         for name, types in self.get_topic_names_and_types():
             if self.image_pattern.match(name) and 'sensor_msgs/msg/CompressedImage' in types:
                 if self.recorder.add_topic(name, 'sensor_msgs/msg/CompressedImage',
-                                           qos.IMAGES):
+                                           deep(qos.IMAGES)):
                     self.get_logger().info(f'recording {name}')
 
     def robot_side_present(self):
