@@ -188,3 +188,16 @@ def test_a_server_with_samples_is_judged_by_silence_whatever_is_owed():
     presence = ServerPresence(LEASE)
     presence.admit('a', 0.0)          # protocol 4: samples (the default)
     assert presence.check(LEASE + 1e-9).reason is LossReason.LEASE_EXPIRED
+
+
+def test_silent_after_two_missed_samples_until_lost_and_never_for_an_older_server():
+    presence = ServerPresence(LEASE)
+    presence.admit('i1', 0.0)
+    assert not presence.silent(2 * PERIOD) and presence.silent(2 * PERIOD + EPS)
+    presence.heard('i1', 1.5, 'a presence sample', sample=True)
+    assert not presence.silent(1.5 + 2 * PERIOD) and presence.silent(1.5 + 2 * PERIOD + EPS)
+    presence.check(1.5 + LEASE + EPS)   # lost: the lease has said it, nothing is pending
+    assert presence.state == 'lost' and not presence.silent(1.5 + LEASE + EPS)
+    older = ServerPresence(LEASE)
+    older.admit('i1', 0.0, samples=False)
+    assert not older.silent(LEASE)

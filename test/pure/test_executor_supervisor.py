@@ -227,6 +227,39 @@ def test_a_failover_admitted_after_the_grace_is_too_late():
     assert too_late and sup.core.session_id == 's1'
 
 
+@pytest.mark.parametrize('heard', [False, True])
+def test_a_grace_that_runs_out_while_the_server_is_silent_waits_for_its_lease(heard):
+    # The server stops with half a second buffered: the wait's 0.5 s grace runs out at about
+    # 1.1 s, long before the 4 s lease. Silent (no presence sample since its chunk), the wait
+    # faults when the lease expires, naming the lost server, whatever was buffered; still heard
+    # (a presence sample every 0.5 s, no chunk), it faults at the grace, starved, as before.
+    config = ExecutorConfig(joint_names=JOINTS, fps=FPS, max_step_rad=math.inf,
+                            starvation_grace_s=0.5, return_to_initial_position=False)
+    sup = sv.Supervisor(config, NodeSettings(deployment='so101', autostart=True), '/executor',
+                        0.0)
+    sup.on_measured(np.zeros(2))
+    request = next(a for a in admit(sup) if isinstance(a, sv.SendRequest))
+    sup.sent(SimpleNamespace(request_id=request.order.request_id, session_id='s1'), 0.0)
+    sup.on_answer(chunk_answer(request.order.request_id, 0.01, [0.1, 0.2, 0.3, 0.4, 0.5]),
+                  '', 0.05)
+    faulted = None
+    for step in range(1, 60):
+        now = round(step * 0.1, 3)
+        if heard and step % 5 == 0:
+            sup.on_presence('i1', '', now)
+        sup.tick(now, io())
+        if faulted is None and sup.core.state == State.FAULT:
+            faulted = now
+    message = sup.core.stats().message
+    if heard:
+        assert faulted == pytest.approx(1.1, abs=0.05)
+        assert 'no usable chunk arrived within the 0.5 s grace' in message, message
+    else:
+        assert faulted == pytest.approx(0.05 + PRESENCE_LEASE_S, abs=0.1)
+        assert message.startswith('fault: starved: the server was lost (policy server '
+                                  'instance i1 lost: nothing of it for 4.05 s'), message
+
+
 # ----------------------------------------------------------------------------- the end
 
 @pytest.mark.parametrize('how, code', [('stop', 0), ('refused', 1)])

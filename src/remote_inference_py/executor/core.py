@@ -54,7 +54,10 @@ The rules in detail (docs/design.md explains why):
   like any other (same grace), but its held ticks are not counted as starved. In synchronous
   mode holding while the policy computes is the normal cycle: held ticks are counted in
   `held_ticks`, not `starved_ticks`, nothing is drained, no event is logged, and the grace
-  still bounds each wait (keep it above the worst turnaround; the default is 3 s).
+  still bounds each wait (keep it above the worst turnaround; the default is 3 s). While the
+  caller says the server has gone silent (`server_silent`: it missed its presence samples),
+  an expired grace waits for the presence lease to say whether the server is lost, so a dead
+  server's wait faults naming it, whatever was buffered when it died.
 - Requests. Up to `max_requests_in_flight` requests are in flight, staggered by
   `refill.another_request_due` (the chunk horizon comes from admission). A chunk answering
   any of them is taken; once one is merged, the older ones are closed and their chunks are
@@ -144,6 +147,9 @@ class ExecutorCore:
         self._status = Status(State.IDLE)   # the state, its message, the events to log
         self._session = Session(config, self._timeline, self._requests, self._robot,
                                 self._status, self._counters)   # admission .. the end
+        # Set by the caller before each tick: the admitted server has gone silent and its
+        # presence lease, not the grace, decides whether it is lost (server_lease.py).
+        self.server_silent = False
 
     # ---------------------------------------------------------------- read-only views
 
@@ -336,7 +342,8 @@ class ExecutorCore:
             self._counters.add('starved_ticks')
         if self._robot.waiting_since is None:
             self._begin_wait(tick, now)
-        elif self._robot.grace_expired(now, self._cfg.starvation_grace_s):
+        elif (self._robot.grace_expired(now, self._cfg.starvation_grace_s)
+              and not self.server_silent):
             self._session.starved(now)
         return command
 

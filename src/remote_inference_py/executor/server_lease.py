@@ -102,6 +102,18 @@ class ServerPresence:
         """Return how long nothing of the server came [s], or None if nothing ever did."""
         return None if self.last_seen is None else now - self.last_seen
 
+    def silent(self, now: float) -> bool:
+        """Return True while the admitted server has missed two presence samples, not lost yet.
+
+        Two samples: nothing of it for over a quarter of the lease; only a server that
+        publishes them. The executor core then leaves it to the lease whether the server is
+        gone: a wait whose grace runs out meanwhile faults naming the lost server once the
+        lease expires (at most the lease after the last thing heard), not as starved before
+        it, however much was buffered when the server died.
+        """
+        return (self.admitted and self.loss is None and self.samples
+                and self.last_seen is not None and now - self.last_seen > self.lease_s / 4)
+
     def admit(self, instance_id: str, now: float, samples: bool = True) -> None:
         """Begin tracking `instance_id`, which admitted us at `now` (its answer is a sign).
 

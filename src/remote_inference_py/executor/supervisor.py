@@ -469,6 +469,7 @@ class Supervisor:
             changed = self._query_step(now, io.ask_reply, actions, dispatched=False)
         if self.driver.human:   # before the core's tick: it sends the steered hold
             self.driver_changed = self._follow(now, actions) or self.driver_changed
+        self.core.server_silent = self.presence.silent(now)
         out = self.core.tick(now)
         if self.query is not None and not changed:
             changed = self._query_step(now, None, actions, dispatched=(
