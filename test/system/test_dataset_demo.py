@@ -132,6 +132,8 @@ def test_the_expert_as_the_human_then_the_policy_each_frame_says_who_acted(tmp_p
     assert 'the policy drives again from a fresh capture' in demo.stdout
     executor_log = (out / 'executor.log').read_text()
     assert 'the human on the leader arm drives (driver human)' in executor_log
+    # The recorder started the executor once a frame had come: the first tick has its frame.
+    assert ' 0 before every observation had come' in demo.stdout, demo.stdout
     a = import_lerobot_dataset()('local/dagger', root=live)
     rows = a.hf_dataset.with_format('numpy')
     human = np.stack(rows['intervention']).reshape(-1).astype(bool)

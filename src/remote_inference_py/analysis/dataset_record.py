@@ -23,7 +23,9 @@ policy server what the policy consumes (``policy/get_capabilities``) and the har
 cameras publish (``hardware/info``), checks the dataset folder (another dataset's features, fps
 or robot type is refused by name) and opens it with LeRobot; then it subscribes, and with
 ``start_executor`` (the launch sets it, with the executor's ``autostart`` off) starts the
-executor, so the arm moves only once recording can. Refused, it exits 1 and the executor is
+executor once a first frame of every camera and the joint states have come, so the arm moves
+only once recording can and the first tick has its observation (nothing of one within
+``CAMERA_WAIT_S``: refused by name). Refused, it exits 1 and the executor is
 never started. Rows are built by :mod:`.dataset_rows` (the same code as ``analyze BAG
 --dataset``) and written by :mod:`.dataset_writer` on a thread behind a bounded queue: rows the
 writer has no room for are dropped and counted, never waited for.
@@ -109,6 +111,8 @@ class DatasetRecorderNode(Node):
         self.began = time.monotonic()
         self.executor_seen = False
         self.notes_said = 0
+        self.heard = set()             # the cameras (and 'joint_states') a message came from
+        self.start_waiting = None      # since when executor/start waits for a first frame
         self.caps_call = RetriedCall(
             self.create_client(GetCapabilities, 'policy/get_capabilities'),
             GetCapabilities.Request)
@@ -154,6 +158,8 @@ class DatasetRecorderNode(Node):
             self._setup()
             return
         self._say_notes()
+        if self.start_waiting is not None:
+            self._start_when_observed()
         present = self.robot_side_present()
         self.executor_seen = self.executor_seen or present
         if self.stop_deadline is not None and (
@@ -263,7 +269,22 @@ class DatasetRecorderNode(Node):
         self.get_logger().info(f'recording dataset {self.settings["dataset_dir"]} at '
                                f'{schema.fps} fps: {features}')
         if self.settings['start_executor']:
+            # The first tick must have its observation: the arm moves once every camera (and
+            # the joint states) has come, so the first rows are recorded as from the bag.
+            self.needed = {c.camera for c in schema.cameras} | (
+                {'joint_states'} if schema.states else set())
+            self.start_waiting = time.monotonic()
+
+    def _start_when_observed(self):
+        """Start the executor once every camera and the joint states were heard, or refuse."""
+        waiting = sorted(self.needed - self.heard)
+        if not waiting:
+            self.start_waiting = None
             self._start_executor()
+        elif time.monotonic() - self.start_waiting > CAMERA_WAIT_S:
+            self.start_waiting = None
+            self._refuse(f'nothing of {", ".join(repr(w) for w in waiting)} came within '
+                         f'{CAMERA_WAIT_S:.0f} s of the dataset opening')
 
     def _start_executor(self):
         if not self.start_client.wait_for_service(timeout_sec=0.0):
@@ -282,9 +303,12 @@ class DatasetRecorderNode(Node):
     # ---- messages -----------------------------------------------------------------------
 
     def _feed(self, topic, msg):
+        if topic == 'joint_states':
+            self.heard.add(topic)
         self._handle(feed(self.builder, '/' + topic, msg))
 
     def _image(self, camera, msg):
+        self.heard.add(camera)
         try:
             frame = image_array(msg, False)
         except SchemaError as error:
