@@ -21,9 +21,11 @@ How tests judge timing on a shared host: by the rules the executor declares, on 
   stall lowers the command rate, never the grid.
 - **The refill rule** (docs/design.md). A refill goes out once the plan left is at most the
   refill and its chunk plays from its capture (up to one action period before sending), so it
-  lands in time unless its turnaround exceeds the refill less two action periods. A starved or
-  held tick is a failure unless the executor's own turnarounds show one beyond that: a stalled
-  host, which the rule explains, not a bug.
+  lands in time unless its turnaround exceeds the refill less two action periods. A stall of
+  the executor itself eats into the same margin: the clock plays the plan on while it cannot
+  tick, and it counts those ticks as skipped (a loaded host paused every process for about a
+  second at once). A starved or held tick is a failure unless the executor's own turnarounds
+  and skipped ticks show that much: a stalled host, which the rule explains, not a bug.
 """
 
 from remote_inference_py.transport.values import stamp_ns
@@ -51,6 +53,10 @@ def grid_error_ticks(first, last, tick_rate):
     return counted - span * tick_rate
 
 
-def refill_rule_explains(worst_turnaround_s, refill_s, fps):
-    """Return True when a turnaround beyond the refill less two periods explains a hold."""
-    return worst_turnaround_s > refill_s - 2.0 / fps
+def refill_rule_explains(worst_turnaround_s, refill_s, fps, skipped_ticks=0):
+    """Return True when a turnaround plus the executor's stall explain a hold.
+
+    Explained: the worst turnaround plus the ticks the executor skipped (its own stall) exceed
+    the refill less two action periods.
+    """
+    return worst_turnaround_s + skipped_ticks / fps > refill_s - 2.0 / fps

@@ -41,7 +41,8 @@ class StatusPrinter(Node):
         """Print one status line."""
         print(f'STATUS {msg.state_name} ticks={msg.ticks} dispatched={msg.dispatched_ticks} '
               f'chunks={msg.chunks_accepted} '
-              f'starved={msg.starved_ticks} dropped={msg.chunks_dropped} '
+              f'starved={msg.starved_ticks} skipped={msg.skipped_ticks} '
+              f'dropped={msg.chunks_dropped} '
               f'presence={msg.server_presence} seen={msg.server_last_seen_s:.2f} '
               f'maxturn={msg.max_turnaround_s:.3f} session={msg.session_id} msg={msg.message}',
               flush=True)
