@@ -112,6 +112,7 @@ class DatasetRecorderNode(Node):
         self.executor_seen = False
         self.notes_said = 0
         self.heard = set()             # the cameras (and 'joint_states') a message came from
+        self.needed = set()            # ... every one of them, before executor/start
         self.start_waiting = None      # since when executor/start waits for a first frame
         self.caps_call = RetriedCall(
             self.create_client(GetCapabilities, 'policy/get_capabilities'),
