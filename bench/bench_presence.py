@@ -64,8 +64,8 @@ EXECUTOR = {'autostart': True, 'return_speed_rad_s': 2.0, 'admission_timeout_s':
 SAMPLE_S = 10.0
 LOADER = 'import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass'
 STATUS = re.compile(r'^STATUS (\w+) ticks=(\d+) dispatched=(\d+) chunks=(\d+) starved=(\d+) '
-                    r'dropped=(\d+) presence=(\w+) seen=(-?[\d.]+) maxturn=[\d.]+ session=(\w*) '
-                    r'msg=(.*)$', re.M)
+                    r'skipped=\d+ dropped=(\d+) presence=(\w+) seen=(-?[\d.]+) maxturn=[\d.]+ '
+                    r'session=(\w*) msg=(.*)$', re.M)
 
 
 def rss_mb(pid):
