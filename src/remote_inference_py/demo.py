@@ -253,7 +253,7 @@ def main(argv=None):
     from remote_inference_py.analysis.plot import plot_run
     from remote_inference_py.analysis.record import Recorder
     from remote_inference_py.analysis.summary import format_summary, summarize
-    from remote_inference_py.common.node_main import STOP_WITH_PARENT_ENV
+    from remote_inference_py.common.node_main import destroy_bounded, STOP_WITH_PARENT_ENV
     from remote_inference_py.evaluation.task import LiftMonitor, TaskConfig
     from remote_inference_py.transport import qos
     from remote_inference_py.transport.values import stamp_ns
@@ -419,8 +419,11 @@ def main(argv=None):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 print(f'demo: {name} ignored SIGINT; killed', file=sys.stderr)
-        node.destroy_node()
-        rclpy.try_shutdown()
+        # The nodes are done; what is left is DDS tearing this process's endpoints down, which
+        # Fast DDS can deadlock (docs/tests.md). A clean-clone run's demo outlived its stopped
+        # nodes until its test's 300 s timeout, most likely here. Bounded as the nodes' own
+        # teardown is: named, exit 1.
+        destroy_bounded(node, 1, shutdown=True)
 
     topics = read_bag(out / 'bag')
     summary = summarize(topics)
