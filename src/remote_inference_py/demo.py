@@ -247,6 +247,7 @@ def main(argv=None):
     from remote_inference.action import Query
     from rclpy.executors import SingleThreadedExecutor
     from remote_inference.msg import ExecutorStatus
+    from std_msgs.msg import String
     from std_srvs.srv import Trigger
 
     from remote_inference_py.analysis.bag import read_bag
@@ -273,7 +274,7 @@ def main(argv=None):
     except ValueError as error:
         print(f'demo: {error}', file=sys.stderr)
         return 2
-    if options.dataset:   # this script starts the executor once both recorders listen
+    if options.dataset:   # this script starts the executor once both recorders can record
         extra['dataset_recorder'] = {'start_executor': False}
     if options.human:   # the expert's leader arm drives from the start
         extra['executor']['driver'] = 'human'
@@ -298,6 +299,9 @@ def main(argv=None):
                        msg.pose.position.z) and not lifted_at:
             lifted_at.append(time.monotonic())
     node.create_subscription(PoseStamped, 'sim/cube_pose', on_cube_pose, qos.JOINT_STATES)
+    dataset_state = []   # the recorder's: 'recording' once it has every first frame
+    node.create_subscription(String, bringup.DATASET_STATE.name,
+                             lambda msg: dataset_state.append(msg.data), qos.LATCHED)
     recorder = Recorder(node, out / 'bag')
     if options.dataset:
         recorder.add_topic('/cameras/front/image_raw/compressed',
@@ -341,10 +345,8 @@ def main(argv=None):
         return any(p.poll() is not None for p in procs.values())
 
     def dataset_ready():
-        """Return True once the dataset recorder listens (it subscribes once it is open)."""
-        return not options.dataset or any(
-            info.node_name == 'dataset_recorder'
-            for info in node.get_subscriptions_info_by_topic('/joint_commands'))
+        """Return True once the dataset recorder has a first frame of everything it records."""
+        return not options.dataset or 'recording' in dataset_state
 
     def start_executor():
         """Wait for admission and recorders, start; return '' or which wait ran out."""
@@ -354,7 +356,7 @@ def main(argv=None):
             waits = [what for what, done in (
                 ('the executor READY', statuses and statuses[-1].state_name == 'READY'),
                 ("the bag's topics", not recorder.unmatched()),
-                ('the dataset recorder', dataset_ready())) if not done]
+                ("the dataset recorder's first frames", dataset_ready())) if not done]
             return f'no {", ".join(waits)} within 150 s' if waits else 'a node exited'
         client = node.create_client(Trigger, 'executor/start')
         if not spin_until(client.service_is_ready, 30):

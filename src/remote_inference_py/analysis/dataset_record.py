@@ -22,10 +22,11 @@ A node of its own, in its own process, fed by topics: motion never waits on it. 
 policy server what the policy consumes (``policy/get_capabilities``) and the hardware what its
 cameras publish (``hardware/info``), checks the dataset folder (another dataset's features, fps
 or robot type is refused by name) and opens it with LeRobot; then it subscribes, and with
-``start_executor`` (the launch sets it, with the executor's ``autostart`` off) starts the
-executor once a first frame of every camera and the joint states have come, so the arm moves
-only once recording can and the first tick has its observation (nothing of one within
-``CAMERA_WAIT_S``: refused by name). Refused, it exits 1 and the executor is
+recording is ready once a first frame of every camera and the joint states have come (nothing
+of one within ``CAMERA_WAIT_S``: refused by name); it says so on the latched ``dataset/state``
+(``recording``, or ``refused: <why>``) and, with ``start_executor`` (the launch sets it, with
+the executor's ``autostart`` off), starts the executor then, so the arm moves only once
+recording can and the first tick has its observation. Refused, it exits 1 and the executor is
 never started. Rows are built by :mod:`.dataset_rows` (the same code as ``analyze BAG
 --dataset``) and written by :mod:`.dataset_writer` on a thread behind a bounded queue: rows the
 writer has no room for are dropped and counted, never waited for.
@@ -73,7 +74,8 @@ PARAMETERS = (
     ParamSpec('queue_rows', 'int', 256, 'Rows waiting for the writer; beyond, rows are '
               'dropped and counted.', low=1, high=100000),
     ParamSpec('start_executor', 'bool', False, 'Call executor/start once the dataset is open '
-              "(the launch sets it and turns the executor's autostart off)."),
+              'and a first frame of every camera and the joint states came (the launch sets '
+              "it and turns the executor's autostart off)."),
     ParamSpec('setup_timeout_s', 'double', 300.0, 'Give up (exit 1, nothing moved) when the '
               'policy server has not answered by then.', unit='s', low=1.0, high=3600.0),
     ParamSpec('stop_timeout_s', 'double', 30.0, 'Asked to stop, keep recording until the '
@@ -112,8 +114,8 @@ class DatasetRecorderNode(Node):
         self.executor_seen = False
         self.notes_said = 0
         self.heard = set()             # the cameras (and 'joint_states') a message came from
-        self.needed = set()            # ... every one of them, before executor/start
-        self.start_waiting = None      # since when executor/start waits for a first frame
+        self.needed = set()            # ... every one of them, before recording is ready
+        self.observing_since = None    # since when recording waits for a first frame
         self.caps_call = RetriedCall(
             self.create_client(GetCapabilities, 'policy/get_capabilities'),
             GetCapabilities.Request)
@@ -123,6 +125,7 @@ class DatasetRecorderNode(Node):
         # The operator's episodes (dataset_rows: RowBuilder.operator), kept in the bag too.
         self.episodes_pub = self.create_publisher(Header, bringup.DATASET_EPISODES.name,
                                                   qos.LATCHED)
+        self.state_pub = self.create_publisher(String, bringup.DATASET_STATE.name, qos.LATCHED)
         for start in (True, False):
             self.create_service(Trigger, f'dataset/{"start" if start else "end"}_episode',
                                 lambda _, response, s=start: self.on_operator(response, s))
@@ -159,8 +162,8 @@ class DatasetRecorderNode(Node):
             self._setup()
             return
         self._say_notes()
-        if self.start_waiting is not None:
-            self._start_when_observed()
+        if self.observing_since is not None:
+            self._ready_when_observed()
         present = self.robot_side_present()
         self.executor_seen = self.executor_seen or present
         if self.stop_deadline is not None and (
@@ -240,6 +243,7 @@ class DatasetRecorderNode(Node):
     def _refuse(self, reason):
         self.get_logger().error(f'dataset {self.settings["dataset_dir"]!r} refused, the arm '
                                 f'will not be started by the recorder: {reason}')
+        self.state_pub.publish(String(data=f'refused: {reason}'))
         self.exit_code = 1
         self.finished = True
 
@@ -269,21 +273,25 @@ class DatasetRecorderNode(Node):
         features = ', '.join(f'{k} {tuple(v["shape"])}' for k, v in schema.features().items())
         self.get_logger().info(f'recording dataset {self.settings["dataset_dir"]} at '
                                f'{schema.fps} fps: {features}')
-        if self.settings['start_executor']:
-            # The first tick must have its observation: the arm moves once every camera (and
-            # the joint states) has come, so the first rows are recorded as from the bag.
-            self.needed = {c.camera for c in schema.cameras} | (
-                {'joint_states'} if schema.states else set())
-            self.start_waiting = time.monotonic()
+        # The first tick must have its observation: the arm moves once every camera (and the
+        # joint states) has come, so the first rows are recorded as from the bag.
+        self.needed = {c.camera for c in schema.cameras} | (
+            {'joint_states'} if schema.states else set())
+        self.observing_since = time.monotonic()
 
-    def _start_when_observed(self):
-        """Start the executor once every camera and the joint states were heard, or refuse."""
+    def _ready_when_observed(self):
+        """Say 'recording' (and start the executor) once everything was heard, or refuse."""
         waiting = sorted(self.needed - self.heard)
         if not waiting:
-            self.start_waiting = None
-            self._start_executor()
-        elif time.monotonic() - self.start_waiting > CAMERA_WAIT_S:
-            self.start_waiting = None
+            self.observing_since = None
+            self.state_pub.publish(String(data='recording'))
+            heard = ', '.join(sorted(self.needed))
+            self.get_logger().info(f'recording: a first message of {heard} came '
+                                   '(dataset/state: recording)')
+            if self.settings['start_executor']:
+                self._start_executor()
+        elif time.monotonic() - self.observing_since > CAMERA_WAIT_S:
+            self.observing_since = None
             self._refuse(f'nothing of {", ".join(repr(w) for w in waiting)} came within '
                          f'{CAMERA_WAIT_S:.0f} s of the dataset opening')
 
