@@ -33,7 +33,7 @@ import time
 
 import yaml
 
-from remote_inference_py.common.node_main import TEARDOWN_HUNG
+from remote_inference_py.common.node_main import STACKS_SIGNAL, TEARDOWN_HUNG
 from remote_inference_py.common.process import owned_segments, remove_segments  # noqa: F401
 from remote_inference_py.transport import frame_ring
 
@@ -47,6 +47,8 @@ PEERS = pathlib.Path(__file__).resolve().parent / 'peers'
 BATCH_NICENESS = 10
 # A message a test sends to a node again until the node shows it got it (``repeat`` below).
 REPEAT_S = 0.25
+# After STACKS_SIGNAL, the time a node (even a loaded one) gets to print its stacks [s].
+STACKS_WAIT_S = 2.0
 
 
 def batch_priority():
@@ -166,8 +168,15 @@ class NodeProcess:
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            self.ask_stacks()
             raise AssertionError(f'{self.argv[0]} still running after {timeout} s:\n'
                                  f'{self.output()}') from None
+
+    def ask_stacks(self):
+        """Have a node print every thread's stack to its log (STACKS_SIGNAL), before a kill."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(STACKS_SIGNAL)
+            time.sleep(STACKS_WAIT_S)
 
     def interrupt(self):
         """Send SIGINT once (as Ctrl+C does), without waiting; :meth:`stop` then waits."""
@@ -195,6 +204,7 @@ class NodeProcess:
             try:
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
+                self.ask_stacks()
                 self.proc.kill()
                 self.proc.wait()
                 self._log.close()

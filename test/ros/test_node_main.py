@@ -15,6 +15,7 @@
 """run_node: what every node process gets before it spins."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -25,7 +26,8 @@ import psutil
 from ros_fixtures import clean_dead_segments, teardown_deadlocked
 
 from remote_inference_py.common.node_main import (
-    REPEAT_WINDOW_S, stop_with_parent, STOP_WITH_PARENT_ENV, StopSignals, TEARDOWN_HUNG)
+    REPEAT_WINDOW_S, STACKS_SIGNAL, stop_with_parent, STOP_WITH_PARENT_ENV, StopSignals,
+    TEARDOWN_HUNG)
 
 NODE = textwrap.dedent("""
     import gc
@@ -234,3 +236,28 @@ def test_a_node_stops_normally_when_its_launcher_dies(tmp_path):
 def test_a_variable_inherited_from_elsewhere_arms_nothing():
     assert not stop_with_parent({STOP_WITH_PARENT_ENV: str(os.getpid())})   # not our parent
     assert not stop_with_parent({})
+
+
+def test_a_node_asked_for_its_stacks_prints_them_and_goes_on(tmp_path):
+    proc, log = start_probe(tmp_path)
+
+    def ask():   # kill -USR1 <pid>, until the spinner thread has started and is in a dump
+        proc.send_signal(STACKS_SIGNAL)
+        time.sleep(0.2)
+        return 'in _spin' in log.read_text()
+    wait_for(ask, "a dump naming the spinner's stack")
+    assert proc.poll() is None   # not stopped by it
+    output = log.read_text()
+    assert 'most recent call first' in output and 'in run_node' in output, output
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 0, log.read_text()
+    output = log.read_text()
+    assert 'returned' in output and 'closed' in output   # then its normal stop
+
+
+def test_a_node_that_cannot_start_says_when_as_rclpy_logs():
+    result = subprocess.run([sys.executable, '-c', STOPPING_NODE, '--ros-args', '-p'],
+                            capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert result.returncode == 2, result.stderr
+    assert re.search(r'^\[FATAL\] \[\d+\.\d{9}\] \[-c\]: cannot start: bad ROS arguments: ',
+                     result.stderr, re.M), result.stderr

@@ -48,6 +48,9 @@ the C++ call Fast DDS deadlocks in; so :data:`GIL_FREE_EXTRA_S` later, faulthand
 (a C thread) prints every stack and exits with 1 even then. A slow ``close()`` is only
 reported, after ``CLEANUP_REPORT_S``.
 
+A node that seems stuck can be asked where it is: ``kill -USR1 <pid>`` prints every thread's
+Python stack to its log (faulthandler, which needs no GIL), and the node goes on.
+
 Nodes used with :func:`run_node` provide ``finished``, ``exit_code``, ``request_stop(reason)``
 and ``close()`` (release hardware; called exactly once, also after errors).
 """
@@ -75,6 +78,7 @@ class ConfigError(ValueError):
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STACKS_SIGNAL = signal.SIGUSR1   # prints every thread's stack; the node goes on
 REPEAT_WINDOW_S = 1.0
 STOP_WITH_PARENT_ENV = 'REMOTE_INFERENCE_STOP_WITH_PARENT'
 PR_SET_PDEATHSIG = 1
@@ -190,10 +194,11 @@ def run_node(node_factory, args=None, config_errors=()):
     configuration, like :class:`ConfigError` (exit 2).
     """
     tune_allocator()
+    faulthandler.register(STACKS_SIGNAL, file=sys.__stderr__, all_threads=True)
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as error:  # noqa: B902 - rcl's parse errors are RCLError (private)
-        print(f'[FATAL] cannot start: bad ROS arguments: {error}', file=sys.stderr, flush=True)
+        fatal(f'cannot start: bad ROS arguments: {error}')
         return 2
     node = None
     signals = StopSignals()
@@ -253,7 +258,7 @@ def run_node(node_factory, args=None, config_errors=()):
         if node is not None:
             node.get_logger().fatal(message)
         else:
-            print(f'[FATAL] {message}', file=sys.stderr, flush=True)
+            fatal(message)
         exit_code = 2
     except KeyboardInterrupt:
         exit_code = 130
@@ -289,6 +294,12 @@ def run_node(node_factory, args=None, config_errors=()):
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     return exit_code
+
+
+def fatal(message):
+    """Print `message` as rclpy logs a FATAL line (stamped) where no node exists to log it."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else 'node'
+    print(f'[FATAL] [{time.time():.9f}] [{name}]: {message}', file=sys.stderr, flush=True)
 
 
 def destroy_bounded(node, exit_code=0, shutdown=False):
