@@ -20,15 +20,18 @@ Processes: the servo bus emulator as the leader (its shafts moved by a scripted 
 through the emulator's control interface), the installed ``leader_arm`` console script on it,
 and the executor with the scripted server and the kinematic arm of test_executor_node.py.
 The test switches who drives with ``executor/set_driver`` and reads the commands the arm
-applied and the executor's status. Counts, states, orderings and stamps; no speed asserted.
+applied and the executor's status. A second test puts the follower on a second emulated bus
+too (the installed ``hardware_interface``, Feetech): leader bus to follower bus through DDS.
+Counts, states, orderings and stamps; no speed asserted.
 """
 
-from node_fixtures import IDS
+from emulator import EmulatorProcess
+from node_fixtures import ArmWatch, EXECUTOR, IDS, params, SHAFTS, ticks
 from robot_fixtures import EXAMPLE
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import SetBool
-from test_executor_node import commands, start_system
+from test_executor_node import commands, start_system, Watch
 
 from remote_inference_py.robot.calibration import Calibration
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
@@ -57,6 +60,16 @@ def move_leader(emulator, ticks):
         emulator.set(IDS[name], 'Present_Position', value)
 
 
+def calibrated(emulator, spinner):
+    """Wait until the leader node has written every motor's homing offset.
+
+    Writing one shifts that motor's present position: a shaft the test moved before its
+    offset was written reads elsewhere afterwards.
+    """
+    spinner.until(lambda: all(emulator.get(IDS[name], 'Homing_Offset') == CAL[name].homing_offset
+                              for name in SO101_JOINT_NAMES), 20, 'the leader calibration written')
+
+
 def request_stamp(msg):
     return stamp_ns(msg.header.stamp)
 
@@ -74,8 +87,7 @@ def test_the_human_drives_rate_limited_faults_hold_and_the_hand_back_needs_a_fre
     watch, arm, server, executor = start_system(
         processes, ros, server={'delay_s': 0.05},
         executor={'catch_up_speed_rad_s': 2.0, 'leader_timeout_s': 0.5})
-    spinner.until(lambda: emulator.get(1, 'Homing_Offset') == -1195, 20,
-                  'the leader calibration written')
+    calibrated(emulator, spinner)
     move_leader(emulator, mid())
     spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
     spinner.until(lambda: leader_states, 10, 'leader/joint_states')
@@ -127,3 +139,43 @@ def test_the_human_drives_rate_limited_faults_hold_and_the_hand_back_needs_a_fre
     first = after[0].earliest_capture_stamp
     assert stamp_ns(first) >= back - 10**8   # a capture after the hand-back
     assert executor.stop() == 0
+
+
+def test_the_follower_on_its_own_emulated_bus_follows_the_leader_on_another(
+        emulator, processes, ros):
+    """
+    Two buses, as on a bench: the leader on one emulated bus (``leader_arm``), the follower
+    on another (``hardware_interface``, Feetech). The human drives from the start
+    (``driver: human``): the follower's servos get Goal_Position writes that reach the
+    leader's shaft, one rate-limited step at a time, and its torque is off once stopped.
+    """
+    node, spinner = ros
+    with EmulatorProcess(positions=SHAFTS, speed=4000.0) as follower_bus:
+        arm = ArmWatch(node)
+        hardware = processes.console_script('hardware_interface', node_name='hardware_interface',
+                                            params=params(follower_bus))
+        processes.console_script('leader_arm', params={'port': emulator.port, **LEADER},
+                                 node_name='leader_arm')
+        calibrated(emulator, spinner)
+        move_leader(emulator, mid())
+        watch = Watch(node, requests=False)
+        processes.peer('scripted_server.py', params={'delay_s': 0.05},
+                       node_name='scripted_server')
+        executor = processes.console_script('executor', node_name='executor', params={
+            **EXECUTOR, 'driver': 'human', 'catch_up_speed_rad_s': 2.0,
+            'leader_timeout_s': 0.5})
+        spinner.until(lambda: arm.state() == 'active', 20, 'the follower active')
+        spinner.until(lambda: watch.last and watch.last.driver == 'human', 30,
+                      'the human driving')
+        move_leader(emulator, mid(300))   # the scripted human: shoulder_pan +26 degrees
+        target = mid(300)[0]   # one calibration for both arms: the same present ticks
+        spinner.until(lambda: abs(follower_bus.get(1, 'Goal_Position') - target) <= 1, 20,
+                      "the follower's goal at the leader's shaft")
+        spinner.until(lambda: abs(ticks(follower_bus)['shoulder_pan'] - target) <= 2, 10,
+                      "the follower's shaft at the leader's")
+        applied = [m.position for m in arm.applied]
+        steps = [max(abs(a - b) for a, b in zip(p, q)) for p, q in zip(applied, applied[1:])]
+        assert steps and max(steps) <= MAX_STEP + 1e-6, 'a jump while following the leader'
+        assert executor.stop() == 0
+        assert hardware.stop() == 0
+        assert {follower_bus.get(i, 'Torque_Enable') for i in IDS.values()} == {0}
