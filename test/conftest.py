@@ -70,7 +70,8 @@ os.environ['PYTHONUNBUFFERED'] = '1'
 os.environ['RCUTILS_LOGGING_BUFFERED_STREAM'] = '0'
 
 from ros_fixtures import (  # noqa: E402
-    dead_segments, NodeProcess, owned_segments, remove_segments, Spinner, teardown_deadlocked)
+    ask_stacks, dead_segments, NodeProcess, owned_segments, remove_segments, Spinner,
+    teardown_deadlocked)
 
 # Test levels: every test file sits in the folder of its level, and the folder is the level's
 # pytest marker, so `./run test -m pure` runs the fast level alone (seconds) and
@@ -260,6 +261,7 @@ def processes(tmp_path, ros, request):
     yield group
     report = getattr(request.node, 'report_call', None)
     if report is not None and report.failed:   # what each process said, for the diagnosis
+        ask_stacks(started)   # and where each one still running is
         for proc in started:
             print(f'----- {proc.log_path.name} (last 60 lines) -----')
             print('\n'.join(proc.output().splitlines()[-60:]))

@@ -174,9 +174,7 @@ class NodeProcess:
 
     def ask_stacks(self):
         """Have a node print every thread's stack to its log (STACKS_SIGNAL), before a kill."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(STACKS_SIGNAL)
-            time.sleep(STACKS_WAIT_S)
+        ask_stacks([self])
 
     def interrupt(self):
         """Send SIGINT once (as Ctrl+C does), without waiting; :meth:`stop` then waits."""
@@ -219,6 +217,15 @@ class NodeProcess:
             self.proc.kill()
         self.proc.wait()
         return self.proc.returncode
+
+
+def ask_stacks(processes):
+    """Have every running node of `processes` print each thread's stack to its log; wait."""
+    running = [p for p in processes if p.proc.poll() is None]
+    for process in running:
+        process.proc.send_signal(STACKS_SIGNAL)
+    if running:
+        time.sleep(STACKS_WAIT_S)
 
 
 class Spinner:
