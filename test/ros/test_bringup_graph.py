@@ -28,6 +28,7 @@ from ros_fixtures import INSTALL_LIB
 import yaml
 
 from remote_inference_py import bringup
+from remote_inference_py.common.service_call import RETRY_S
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / 'config').glob('so101_*.yaml'))
@@ -76,11 +77,14 @@ def test_live_nodes_match_the_table_and_the_config(processes, ros):
     # Parameters: every YAML key is declared by its node, with the YAML's type.
     for name, values in yaml_sections(config).items():
         lister = node.create_client(ListParameters, f'/{name}/list_parameters')
-        declared = set(spinner.call(lister, ListParameters.Request(), 30).result.names)
+        # Read-only calls: asked again after RETRY_S without an answer, as the nodes ask.
+        declared = set(spinner.call(lister, ListParameters.Request(), 30,
+                                    retry_s=RETRY_S).result.names)
         missing = sorted(set(values) - declared)
         assert not missing, f'{name} does not declare {missing} (in {config.name})'
         describer = node.create_client(DescribeParameters, f'/{name}/describe_parameters')
-        described = spinner.call(describer, DescribeParameters.Request(names=list(values)))
+        described = spinner.call(describer, DescribeParameters.Request(names=list(values)),
+                                 retry_s=RETRY_S)
         for key, descriptor in zip(values, described.descriptors):
             assert descriptor.type == expected_type(values[key]), \
                 f'{name}.{key}: declared type {descriptor.type}, YAML value {values[key]!r}'
