@@ -18,8 +18,11 @@ A run with known ticks, as the executor publishes it, for the dataset recorder's
 At 30 Hz the executor is READY for 0.2 s, WAITING for its first chunk (0.3 s), RUNNING, held
 by a subtask query (WAITING) from ``hold`` until the new task's chunk arrives, RUNNING again,
 STOPPING (the return home) from ``stop_s``, then STOPPED. Each tick publishes its command;
-a tick that changes state publishes its status 1 ms after the command, as the executor node
-does, and the status also goes out every 0.1 s. The camera publishes a frame per tick, 5 ms
+a tick that changes state, or the first a chunk drives, publishes its status 1 ms after the
+command, as the executor node does, and the status also goes out every 0.1 s, naming the
+request whose chunk drove the last dispatched tick. A stale chunk of the first task (a request
+sent before the subtask query) arrives at ``dropped_chunk_s`` and is dropped: it drives
+nothing. The camera publishes a frame per tick, 5 ms
 before it, whose pixels encode its number (smooth, so the video codec keeps them); the camera
 stops at ``camera_stops_s`` when given. :func:`run_messages` returns the messages in receive
 order as plain objects with the fields of the ROS messages; :func:`write_bag` writes the same
@@ -59,6 +62,7 @@ class Spec:
     pause_s: tuple = ()               # (from, to): the host paused every process: nothing
     #                                   is stamped in between, not even a tick
     width: int = WIDTH
+    dropped_chunk_s: float = 2.5      # 0: no dropped chunk
 
 
 def feature(name, kind, shape, names=(), topic=''):
@@ -123,32 +127,49 @@ def tick_states(spec):
     return ticks
 
 
+def chunks(spec):
+    """Return [(request id, sent s, arrives s, task)]: three that drive, one dropped."""
+    answers = [(1, spec.ready_s, spec.first_chunk_s, TASK_1), (2, 1.0, 1.2, TASK_1),
+               (3, spec.subtask_chunk_s - 0.2, spec.subtask_chunk_s, TASK_2)]
+    if spec.dropped_chunk_s:
+        answers.append((4, spec.hold_s - 0.1, spec.dropped_chunk_s, TASK_1))
+    return answers
+
+
+def dispatched_request(spec, ns):
+    """Return the request whose chunk drove the last dispatched tick at ``ns`` (0: none)."""
+    driving = [number for number, _, arrives, _ in chunks(spec)[:3]
+               if T0 + round(arrives * FPS) * PERIOD <= ns]
+    return driving[-1] if driving else 0
+
+
 def run_messages(spec=None):
     """Return [(topic, receive ns, message)] of the run, in receive order."""
     spec = spec or Spec()
     names = list(SO101_JOINT_NAMES)
     out = []
 
-    def status(ns, state, receive_delay=200_000):
+    def status(ns, state, tick_ns, receive_delay=200_000):
         out.append(('/executor/status', ns + receive_delay,
-                    _msg(header=_header(ns), state_name=state, message='')))
+                    _msg(header=_header(ns), state_name=state, message='', session_id='s',
+                         dispatched_request_id=dispatched_request(spec, tick_ns))))
 
-    status(T0, 'READY')
+    status(T0, 'READY', T0)
     out.append(('/executor/task', T0, _msg(data=TASK_1)))
-    previous = 'READY'
+    previous = 'READY', 0
     for ns, state, command in tick_states(spec):
         out.append(('/joint_commands', ns + 100_000,
                     _msg(header=_header(ns), name=names, position=list(command))))
-        if state != previous:
-            status(ns + 1_000_000, state)
-            previous = state
+        if (state, dispatched_request(spec, ns)) != previous:
+            status(ns + 1_000_000, state, ns)
+            previous = state, dispatched_request(spec, ns)
     ticks = tick_states(spec)
     for k in range(int(spec.end_s * 10)):     # status every 0.1 s: the state then
         ns = T0 + k * NS // 10
         if paused(spec, k / 10):
             continue
         current = [s for stamp, s, _ in ticks if stamp <= ns]
-        status(ns + 500_000, current[-1] if current else 'READY')
+        status(ns + 500_000, current[-1] if current else 'READY', ns)
     for k in range(int(spec.end_s * 50)):     # joint states at 50 Hz, 2 ms old at send
         ns = T0 + k * NS // 50
         if paused(spec, k / 50):
@@ -168,17 +189,14 @@ def run_messages(spec=None):
         out.append(('/cameras/front/image_raw', ns + 3_000_000 + int(spec.camera_lag_s * NS), _msg(
             header=_header(ns), height=HEIGHT, width=spec.width, encoding='rgb8',
             step=spec.width * 3, data=pixels.tobytes(), is_bigendian=0)))
-    for number, (sent, arrives, task) in enumerate((
-            (spec.ready_s, spec.first_chunk_s, TASK_1),
-            (1.0, 1.2, TASK_1),
-            (spec.subtask_chunk_s - 0.2, spec.subtask_chunk_s, TASK_2)), start=1):
+    for number, sent, arrives, task in chunks(spec):
         sent_ns = T0 + int(sent * NS)
         out.append(('/policy/request', sent_ns, _msg(header=_header(sent_ns), session_id='s',
                                                      request_id=number, task=task)))
         arrive_ns = T0 + int(arrives * NS) - 3_000_000    # just before the tick it drives
         out.append(('/policy/chunk', arrive_ns, _msg(header=_header(sent_ns), session_id='s',
                                                      request_id=number, error='')))
-        if task == TASK_2:
+        if number == 3:
             out.append(('/executor/task', sent_ns, _msg(data=TASK_2)))
     out.sort(key=lambda item: item[1])
     return out
@@ -228,7 +246,8 @@ def write_bag(path, spec=None):
 
                 def header(self, ns):
                     return header(msg.header)
-            value = status_message(_Bag(), 0, msg.state_name)
+            value = status_message(_Bag(), 0, msg.state_name,
+                                   dispatched_request_id=msg.dispatched_request_id)
         elif topic == '/executor/task':
             value = t(kind)(data=msg.data)
         elif kind == 'sensor_msgs/msg/JointState':

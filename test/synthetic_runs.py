@@ -90,9 +90,9 @@ def status_message(bag, ns, state, **fields):
                   last_turnaround_s=0.0, p50_turnaround_s=0.0, max_turnaround_s=0.0, ticks=0,
                   dispatched_ticks=0, held_ticks=0, skipped_ticks=0, requests=0,
                   requests_in_flight=0, request_retries=0, server='', server_choice='',
-                  failovers=0, driver='policy', leader_fault='', chunks_accepted=0,
-                  chunks_dropped=0, starved_ticks=0, trimmed_steps=0, last_drop_reason='',
-                  last_seam_rad=0.0, max_seam_rad=0.0,
+                  failovers=0, driver='policy', leader_fault='', dispatched_request_id=0,
+                  chunks_accepted=0, chunks_dropped=0, starved_ticks=0, trimmed_steps=0,
+                  last_drop_reason='', last_seam_rad=0.0, max_seam_rad=0.0,
                   tick_period_p50_s=0.033, tick_period_p99_s=0.034, tick_period_max_s=0.04)
     values.update(fields)
     return bag.type('remote_inference/msg/ExecutorStatus')(**values)

@@ -73,12 +73,14 @@ def test_rtc_keeps_the_frozen_rows_then_switches():
     assert result.plan.positions[:, 0].tolist() == [12, 13, 14, 104, 105, 106, 107]
     assert (result.trimmed_steps, result.usable_steps) == (4, 4)
     assert result.seam == pytest.approx(104 - 15)
+    assert result.first_tick == 15
     # Landed late (tick 16 already committed): aligned from the first free tick.
     late = rtc_chunk(old, chunk, 11, 17, np.array([16.0]), frozen_until_tick=15)
-    assert late.plan.positions[:, 0].tolist() == [106, 107]
+    assert late.plan.positions[:, 0].tolist() == [106, 107] and late.first_tick == 17
     # Nothing frozen: exactly aligned.
     plain = rtc_chunk(old, chunk, 11, 12, np.array([9.0]), frozen_until_tick=None)
     assert plain.plan.positions[:, 0].tolist() == [101, 102, 103, 104, 105, 106, 107]
+    assert plain.first_tick == 12
     # Every incoming step inside the frozen rows: unusable, the plan is unchanged.
     short = rtc_chunk(old, chunk[:3], 11, 12, np.array([9.0]), frozen_until_tick=15)
     assert not short.usable and short.plan is old
@@ -109,8 +111,13 @@ def test_a_refill_request_carries_the_plan_and_the_chunk_respects_its_frozen_row
     answer = [50.0 + v for v in range(20)]
     verdict = core.on_chunk(make_chunk(request.request_id, sent - 0.05, answer), sent + 0.05)
     assert verdict.accepted, verdict.reason
-    played = [core.tick(sent + k * 0.1).command[0] for k in range(1, 5)]
+    played, sources = [], []
+    for k in range(1, 5):
+        played.append(core.tick(sent + k * 0.1).command[0])
+        sources.append(core.dispatched_request_id)
     assert played == [15.0, 16.0, 53.0, 54.0]   # the chunk's step 0 is tick 14
+    # The frozen rows are request 1's: the new request drives from its first own target on.
+    assert sources == [1, 1, request.request_id, request.request_id]
 
 
 def test_other_merges_and_waits_send_no_plan():

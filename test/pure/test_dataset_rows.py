@@ -264,3 +264,35 @@ def test_a_dataset_without_the_intervention_column_gets_the_policy_s_frames_as_b
     assert 'intervention' not in rows[0].frame
     assert 'intervention' not in state_only_schema(False).features()
     assert builder.counts['human_left_out'] == 8
+
+
+def relabel_run(builder, named):
+    """Ticks 0-29 RUNNING. Request 1 ('pick') drives from tick 0; request 2 ('place') lands
+    at tick 8 and drives from tick 11 (rtc's frozen steps: the plan before it runs first);
+    request 3, sent before the task changed, lands at tick 15 and is dropped (stale). With
+    `named` the status names the dispatched request, as the executor does; without, as an
+    older executor. Return the rows' tasks by tick."""
+    events = builder.request('s', 1, 'pick') + builder.request('s', 3, 'pick')
+    events += builder.request('s', 2, 'place')
+    for k in range(30):
+        ns = T0 + k * PERIOD
+        for arrives, request_id in ((0, 1), (8, 2), (15, 3)):
+            if k == arrives:
+                events += builder.chunk('s', request_id)
+        events += builder.joint_state(ns - 1000, SO101_JOINT_NAMES, [0.01 * k] * 6)
+        events += builder.command(ns, SO101_JOINT_NAMES, [0.01 * k] * 6)
+        dispatched = (1 if k < 11 else 2) if named else 0
+        events += builder.status(ns + 1000, 'RUNNING', '', 'policy', '', 's' if named else '',
+                                 dispatched)
+    rows = [e for e in events + builder.finish() if isinstance(e, Row)]
+    return {(r.stamp_ns - T0) // PERIOD: r.frame['task'] for r in rows}
+
+
+def test_a_frame_s_task_is_that_of_the_chunk_the_status_names_not_of_the_last_received():
+    tasks = relabel_run(RowBuilder(state_only_schema()), named=True)
+    assert tasks == {k: 'pick' if k < 11 else 'place' for k in range(30)}
+
+
+def test_from_an_older_executor_the_task_is_that_of_the_last_chunk_received_as_before():
+    tasks = relabel_run(RowBuilder(state_only_schema()), named=False)
+    assert tasks == {k: 'pick' if k < 8 or k >= 15 else 'place' for k in range(30)}

@@ -386,6 +386,7 @@ def test_a_bad_chunk_during_motion_leaves_the_plan_untouched():
     assert verdict.reason == "non-finite value at step 2 joint 'j2'"
     np.testing.assert_array_equal(core.plan.positions, before)
     assert [j1(o) for o in loop.run(2)] == [9, 10]
+    assert core.dispatched_request_id == 1   # a dropped chunk never drives
 
 
 def test_a_second_answer_to_the_same_request_is_a_duplicate():
@@ -566,7 +567,8 @@ def test_append_mode_plays_the_new_chunk_after_the_buffer():
     outs = loop.run(8)
     verdict = core.on_chunk(make_chunk(outs[-1].request.request_id, 0.82, [20, 21]), 0.85)
     assert (verdict.trimmed_steps, verdict.overlap_steps) == (0, 0)
-    assert [j1(o) for o in loop.run(4)] == [9, 10, 20, 21]
+    played = [(j1(loop.tick()), core.dispatched_request_id) for _ in range(4)]
+    assert played == [(9, 1), (10, 1), (20, 2), (21, 2)]   # request 2 drives from tick 11
 
 
 def test_blend_in_use_touches_only_the_listed_components():

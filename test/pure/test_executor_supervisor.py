@@ -284,3 +284,30 @@ def test_the_admission_actions_reach_the_node_in_order():
     assert any(isinstance(a, AskCapabilities) for a in actions)
     actions = sup.tick(0.0, io(reply=capabilities()))
     assert any(isinstance(a, AskAdmission) for a in actions)
+
+
+def test_the_status_goes_out_at_the_tick_a_new_chunk_first_drives():
+    # Ticks every 0.05 s, the periodic status every 0.1 s; each request is answered at once.
+    # The tick a new request's chunk first drives publishes the status, naming it, also when
+    # the periodic one is not due (the recorder labels a frame's task by it).
+    sup = make()
+    moving(sup)
+    now, last_status, changes = 0.05, 0.0, []
+    for _ in range(70):
+        now += 0.05
+        before = sup.core.dispatched_request_id
+        actions = sup.tick(now, io())
+        for order in (a.order for a in actions if isinstance(a, sv.SendRequest)):
+            sup.sent(SimpleNamespace(request_id=order.request_id, session_id='s1'), now)
+            sup.on_answer(chunk_answer(order.request_id, now, [5.0 + 0.1 * k
+                                                               for k in range(1, 40)]),
+                          '', now + 0.01)
+        published = 'PublishStatus' in kinds(actions)
+        if sup.core.dispatched_request_id != before:
+            changes.append((sup.core.dispatched_request_id, published,
+                            now - last_status < 0.1))
+        if published:
+            last_status = now
+    assert [request for request, _, _ in changes] == [1, 2, 3, 4]
+    assert all(published for _, published, _ in changes)
+    assert any(early for _, _, early in changes)   # the rule, not the period, sent one

@@ -125,3 +125,28 @@ def test_the_committed_plan_starts_at_the_capture_and_freezes_until_landing():
     assert plan.start == pytest.approx(0.1)   # the time of tick 1
     empty = timeline(chunk_merge='rtc')
     assert empty.committed_plan(0.1, 0.0, 0.2) == (None, None)
+
+
+def test_the_source_is_the_request_whose_chunk_the_committed_target_came_from():
+    line = timeline(values=(1.0, 2.0, 3.0, 4.0, 5.0))   # ticks 1..5, no request named (0)
+    line.advance(0.0)
+    line.target(1)
+    # Captured at 0.35: step 0 at tick 4. It takes over there, not when it is merged.
+    line.merge(rows(10.0, 20.0, 30.0), capture_time=0.35, holding=False, previous=ZERO,
+               source=7)
+    sources = []
+    for tick in (2, 3, 4):
+        line.target(tick)
+        sources.append(line.source)
+    assert sources == [0, 0, 7]
+    # Request 8 would take over at tick 7, request 9 then takes over at tick 6: 8 never
+    # drives, so it is never the source. An unusable chunk (all committed) changes nothing.
+    line.merge(rows(40.0, 50.0), capture_time=0.65, holding=False, previous=ZERO, source=8)
+    line.merge(rows(60.0, 70.0, 80.0), capture_time=0.55, holding=False, previous=ZERO,
+               source=9)
+    assert not line.merge(rows(1.0), capture_time=0.35, holding=False, previous=ZERO,
+                          source=10).usable
+    played = []
+    for tick in (5, 6, 7, 8):
+        played.append((line.target(tick)[0], line.source))
+    assert played == [(20.0, 7), (60.0, 9), (70.0, 9), (80.0, 9)]

@@ -114,6 +114,7 @@ def test_trim_committed(start, first_free, expected_kept, expected_trimmed):
 def test_append(old, first_free, chunk, expected_start, expected, seam):
     result = append_chunk(old, column(chunk), first_free, PREVIOUS)
     assert result.plan.start_tick == expected_start
+    assert result.first_tick == result.plan.end_tick - len(chunk)   # after the buffered steps
     assert rows(result.plan) == expected
     assert result.usable_steps == len(chunk)
     assert result.trimmed_steps == 0
@@ -150,6 +151,7 @@ def test_aligned(old, chunk_start, first_free, chunk, exp_start, expected, trimm
                  gap, seam):
     result = align_chunk(old, column(chunk), chunk_start, first_free, PREVIOUS)
     assert result.usable
+    assert result.first_tick == max(chunk_start, first_free)   # its first step not committed
     assert result.plan.start_tick == exp_start
     assert rows(result.plan) == expected
     assert result.trimmed_steps == trimmed
@@ -283,6 +285,7 @@ def test_ensemble(coeff, old, chunk_start, first_free, chunk, exp_start, expecte
                   overlap):
     result = ensemble_chunk(old, column(chunk), chunk_start, first_free, PREVIOUS, coeff=coeff)
     assert result.plan.start_tick == exp_start
+    assert result.first_tick == max(chunk_start, first_free)
     assert rows(result.plan) == pytest.approx(expected)
     assert result.plan.counts.tolist() == counts
     assert result.overlap_steps == overlap

@@ -90,9 +90,8 @@ def test_analyze_reads_sqlite3_bags_and_names_bad_input(tmp_path):
                   last_turnaround_s=0.1, p50_turnaround_s=0.1, max_turnaround_s=0.2,
                   ticks=10, dispatched_ticks=8, held_ticks=2, skipped_ticks=0, requests=1,
                   requests_in_flight=0, request_retries=0, server='', server_choice='',
-                  failovers=0, driver='policy', leader_fault='', chunks_accepted=1,
-                  chunks_dropped=0, starved_ticks=2,
-                  trimmed_steps=0,
+                  failovers=0, driver='policy', leader_fault='', dispatched_request_id=1,
+                  chunks_accepted=1, chunks_dropped=0, starved_ticks=2, trimmed_steps=0,
                   last_drop_reason='', last_seam_rad=0.0, max_seam_rad=0.01,
                   tick_period_p50_s=0.033, tick_period_p99_s=0.034, tick_period_max_s=0.04)
         writer.write(connection, 1_000_000_000, store.serialize_cdr(msg, status_type))

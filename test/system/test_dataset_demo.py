@@ -86,9 +86,16 @@ def test_the_demo_records_a_dataset_and_its_bag_converts_to_the_same_rows(tmp_pa
             np.testing.assert_array_equal(np.stack(rows_a[key]), np.stack(rows_b[key]), key)
     assert list(a.meta.tasks.index) == ['pick up the cube']
     # The action is what the executor dispatched: the bag's joint_commands while RUNNING.
-    commands = read_bag(out / 'bag')['/joint_commands']
+    bag = read_bag(out / 'bag')
+    commands = bag['/joint_commands']
     sent = {tuple(np.round(np.array(m.position, dtype=np.float32), 5)) for _, m in commands}
     assert all(tuple(np.round(v, 5)) in sent for v in np.stack(rows_a['action']))
+    # Each status while RUNNING names the request whose chunk drove (the task's source): one
+    # the executor sent, later ones as the chunks take over.
+    requests = {m.request_id for _, m in bag['/policy/request']}
+    named = [m.dispatched_request_id for _, m in bag['/executor/status']
+             if m.state_name == 'RUNNING']
+    assert len(set(named)) > 1 and set(named) <= requests and named == sorted(named), named
     # Decoded video frames: the live raw frames and the bag's JPEG ones agree within the loss.
     loader = torch.utils.data.DataLoader(a, batch_size=32, shuffle=False)
     batch = next(iter(loader))

@@ -47,10 +47,13 @@ What a row is (the decisions, also in docs/recording.md):
   the served policy does not consume (``lerobot-record`` records every camera of the robot;
   a policy trained on the dataset may use them): the scripted expert of the demo reads the
   simulated cube pose, yet its dataset holds the front camera.
-- ``task``: the task of the request whose chunk drove the tick: the last chunk received
-  before the command (a chunk answers one request, which carries its task). After a subtask
-  answer the label therefore changes at the first tick the new chunk drives, not when the
-  answer arrives; before any chunk of a known request, the latched ``executor/task``.
+- ``task``: the task of the request whose chunk drove the tick (a chunk answers one request,
+  which carries its task). The executor's status names that request
+  (``dispatched_request_id``) and is published at the tick a new chunk first drives, so after
+  a subtask answer the label changes at that tick, not when the answer arrives; a chunk the
+  executor dropped, or replaced before it drove, labels nothing. From an executor older than
+  that field: the last chunk received before the command. Before any chunk of a known
+  request, the latched ``executor/task``.
 - Episodes: one per start -> stop. An episode begins at the first dispatched tick after the
   executor was READY, STOPPED or FAULT (or after the recorder ended one) and ends when it
   leaves RUNNING/WAITING for STOPPING, STOPPED or FAULT, or when a camera has sent nothing
@@ -73,7 +76,7 @@ import collections
 import dataclasses
 import io
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -91,6 +94,17 @@ ENDED = ('STOPPING', 'STOPPED', 'FAULT')
 CAMERA_TOPIC = re.compile(r'^/?(?:.*/)?cameras/([A-Za-z0-9_]+)/image_raw(?:/[a-z]+)?$')
 SETTLE_TICKS = 8   # a tick waits at least this long for a later sample of every stream
 KEEP_MARGIN_NS = 500_000_000   # samples kept beyond the settle window, for the oldest tick
+
+
+class _Status(NamedTuple):
+    """An executor status as the rows need it."""
+
+    stamp: int
+    state: str
+    message: str
+    human: bool          # the human on the leader arm drove
+    session_id: str
+    request_id: int      # dispatched_request_id (0: not named)
 
 
 class SchemaError(ValueError):
@@ -287,8 +301,7 @@ class RowBuilder:
         self._joint_states = _Stream(keep)
         self._images = {c.camera: _Stream(keep) for c in schema.cameras}
         self._shapes = {c.camera: tuple(c.shape) for c in schema.cameras}
-        self._statuses: List[Tuple[int, str, str, bool]] = []   # (stamp, state, message,
-        #                                                          the human drove)
+        self._statuses: List[_Status] = []   # by stamp
         self._pending: List[Tuple[int, np.ndarray, str]] = []
         self._request_tasks: Dict[Tuple[str, int], str] = {}
         self._latched_task = ''
@@ -354,16 +367,19 @@ class RowBuilder:
         self._marks.insert(index, (stamp_ns, start))
 
     def status(self, stamp_ns: int, state_name: str, message: str = '', driver: str = '',
-               leader_fault: str = '') -> list:
+               leader_fault: str = '', session_id: str = '',
+               dispatched_request_id: int = 0) -> list:
         """Note an executor status; resolve the ticks it settles.
 
-        ``driver`` and ``leader_fault`` are ExecutorStatus's ('' from an older executor: the
-        policy drives). A tick under ``driver`` human with no ``leader_fault`` followed the
-        human on the leader arm.
+        ``driver``, ``leader_fault``, ``session_id`` and ``dispatched_request_id`` are
+        ExecutorStatus's ('' and 0 from an older executor: the policy drives, the chunk is
+        not named). A tick under ``driver`` human with no ``leader_fault`` followed the human
+        on the leader arm.
         """
         human = driver == HUMAN and not leader_fault
-        index = bisect.bisect_right([s[0] for s in self._statuses], stamp_ns)
-        self._statuses.insert(index, (stamp_ns, state_name, message, human))
+        index = bisect.bisect_right([s.stamp for s in self._statuses], stamp_ns)
+        self._statuses.insert(index, _Status(stamp_ns, state_name, message, human, session_id,
+                                             int(dispatched_request_id)))
         return self._advance(stamp_ns)
 
     def command(self, stamp_ns: int, names: Sequence[str], positions: Sequence[float]):
@@ -400,18 +416,17 @@ class RowBuilder:
         streams += list(self._images.values())
         if any(not s.stamps or s.stamps[-1] <= stamp_ns for s in streams):
             return False
-        return bool(self._statuses) and self._statuses[-1][0] > stamp_ns + self.period_ns // 2
+        return bool(self._statuses) and self._statuses[-1].stamp > stamp_ns + self.period_ns // 2
 
-    def _state_at(self, stamp_ns: int) -> Tuple[str, str, bool]:
+    def _state_at(self, stamp_ns: int) -> _Status:
         limit = stamp_ns + self.period_ns // 2
-        index = bisect.bisect_right([s[0] for s in self._statuses], limit)
+        index = bisect.bisect_right([s.stamp for s in self._statuses], limit)
         if index == 0:
-            return '', '', False
+            return _Status(0, '', '', False, '', 0)
         if index > 64:   # keep the status list short: older ones are never asked again
             del self._statuses[:index - 64]
             index = 64
-        _, state, message, human = self._statuses[index - 1]
-        return state, message, human
+        return self._statuses[index - 1]
 
     def _resolve(self, ready) -> list:
         events = []
@@ -436,8 +451,9 @@ class RowBuilder:
         return events + self._row(stamp, si, task)
 
     def _row(self, stamp: int, si: np.ndarray, task: str) -> list:
-        state, message, human = self._state_at(stamp)
-        human = human and state in IN_RUN
+        status = self._state_at(stamp)
+        state, message = status.state, status.message
+        human = status.human and state in IN_RUN
         if human and not self.schema.intervention:
             self.counts['human_left_out'] += 1   # a dataset without the column: as before
             return []
@@ -490,7 +506,7 @@ class RowBuilder:
         if self.schema.intervention:
             frame[INTERVENTION] = np.array([human], dtype=bool)
             self.counts['intervention'] += int(human)
-        frame['task'] = task
+        frame['task'] = self._request_tasks.get((status.session_id, status.request_id), task)
         events = []
         if not self.in_episode:
             self.in_episode = True
@@ -541,7 +557,9 @@ def feed(builder, topic, msg):
         return builder.joint_state(stamp_ns(msg.header.stamp), list(msg.name), list(msg.position))
     if topic == '/executor/status':
         return builder.status(stamp_ns(msg.header.stamp), msg.state_name, msg.message,
-                              getattr(msg, 'driver', ''), getattr(msg, 'leader_fault', ''))
+                              getattr(msg, 'driver', ''), getattr(msg, 'leader_fault', ''),
+                              getattr(msg, 'session_id', ''),
+                              getattr(msg, 'dispatched_request_id', 0))
     if topic == '/executor/task':
         return builder.task(msg.data)
     if topic == '/dataset/episodes':

@@ -165,6 +165,9 @@ class ExecutorCore:
                     doc='The uncommitted targets (read-only; replaced, never modified).')
     timeline_start = property(lambda self: self._timeline.start,
                               doc='The time of action tick 0 (the `now` given to start).')
+    dispatched_request_id = property(
+        lambda self: self._timeline.source,
+        doc='The request whose chunk the last dispatched target came from (0 before any).')
     committed_target = property(lambda self: _copy(self._timeline.segment_target),
                                 doc='A copy of the target being dispatched or interpolated '
                                     'toward, or None.')
@@ -411,7 +414,7 @@ class ExecutorCore:
         holding = self.state == State.WAITING or self._cfg.synchronous
         result = self._timeline.merge(positions, chunk.capture_time, holding,
                                       self._robot.previous_command(),
-                                      request.frozen_until_tick)
+                                      request.frozen_until_tick, request_id)
         if not result.usable:
             return self._drop(request_id, result.reason, trimmed_steps=result.trimmed_steps,
                               **details)

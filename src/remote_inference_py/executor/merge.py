@@ -105,10 +105,15 @@ class Plan:
 
 @dataclass(frozen=True)
 class MergeResult:
-    """The plan after a merge and what the merge did to the incoming chunk."""
+    """The plan after a merge and what the merge did to the incoming chunk.
+
+    `first_tick` is the action tick of the chunk's first step in the plan: from there on the
+    plan's targets are the chunk's (blended or averaged in, where the mode does).
+    """
 
     plan: Plan
     usable_steps: int
+    first_tick: int = 0
     trimmed_steps: int = 0
     overlap_steps: int = 0
     gap_steps: int = 0
@@ -182,7 +187,7 @@ def append_chunk(plan: Plan, positions: np.ndarray, first_free_tick: int,
     merged = Plan(old.start_tick,
                   np.concatenate([old.positions, positions]),
                   np.concatenate([old.counts, np.ones(len(positions), dtype=np.int64)]))
-    return MergeResult(merged, usable_steps=len(positions),
+    return MergeResult(merged, usable_steps=len(positions), first_tick=old.end_tick,
                        seam=_max_abs(positions[0] - reference))
 
 
@@ -214,8 +219,8 @@ def align_chunk(plan: Plan, positions: np.ndarray, start_tick: int, first_free_t
     merged = Plan(old.start_tick,
                   np.concatenate([old.positions[:prefix], new]),
                   np.concatenate([old.counts[:prefix], np.ones(len(new), dtype=np.int64)]))
-    return MergeResult(merged, usable_steps=len(kept), trimmed_steps=trimmed,
-                       overlap_steps=overlap, gap_steps=gap,
+    return MergeResult(merged, usable_steps=len(kept), first_tick=kept_start,
+                       trimmed_steps=trimmed, overlap_steps=overlap, gap_steps=gap,
                        seam=_max_abs(new[0] - reference))
 
 
@@ -273,8 +278,9 @@ def ensemble_chunk(plan: Plan, positions: np.ndarray, start_tick: int, first_fre
     merged_positions[rows] += gains[:, None] * (kept - merged_positions[rows])
     merged_counts[rows] = counts + 1
     merged = Plan(old.start_tick, merged_positions, merged_counts)
-    return MergeResult(merged, usable_steps=len(kept), trimmed_steps=trimmed,
-                       overlap_steps=int(np.count_nonzero(counts)), gap_steps=gap,
+    return MergeResult(merged, usable_steps=len(kept), first_tick=kept_start,
+                       trimmed_steps=trimmed, overlap_steps=int(np.count_nonzero(counts)),
+                       gap_steps=gap,
                        seam=_max_abs(merged_positions[first] - reference))
 
 

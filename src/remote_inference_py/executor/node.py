@@ -456,6 +456,7 @@ def status_message(sup, tick_periods, stamp, now):
     msg.server, msg.server_choice = sup.server, sup.server_choice
     msg.driver = sup.driver.driver
     msg.leader_fault = sup.driver.holding if sup.driver.human else ''
+    msg.dispatched_request_id = sup.core.dispatched_request_id
     for name in ('failovers', 'buffered_playback_s', 'refill_s', 'effective_refill_s',
                  'last_turnaround_s', 'p50_turnaround_s', 'max_turnaround_s', 'ticks',
                  'requests', 'requests_in_flight', 'request_retries', 'chunks_accepted',

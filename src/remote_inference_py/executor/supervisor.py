@@ -197,6 +197,7 @@ class Supervisor:
         self.driver = Driver(config.joint_names, self._follow_limits(),
                              settings.leader_timeout_s)
         self.driver_changed = False   # publish the status at the next tick
+        self.status_source = 0   # the dispatched request the last status named
 
     def _follow_limits(self) -> FollowLimits:
         cfg, settings = self.config, self.settings
@@ -492,9 +493,10 @@ class Supervisor:
         if out.command is not None:
             actions.append(SendCommand(out.command, now))
         actions += [Log('info', event) for event in out.events]
-        if out.events or changed or self.driver_changed or self.last_status is None \
-                or now - self.last_status >= STATUS_PERIOD_S:
-            self.last_status, self.driver_changed = now, False
+        source = self.core.dispatched_request_id   # a new chunk drives: say so at this tick
+        if out.events or changed or self.driver_changed or source != self.status_source \
+                or self.last_status is None or now - self.last_status >= STATUS_PERIOD_S:
+            self.last_status, self.driver_changed, self.status_source = now, False, source
             actions.append(PublishStatus())
         if now - self.last_summary >= SUMMARY_PERIOD_S:
             self.last_summary = now

@@ -23,6 +23,12 @@ j's target, at most `max_step_rad` per tick. A validated chunk joins the plan th
 `merge.py` (placed from its capture, or at the first free tick while holding); a refill
 request of the rtc merge carries the plan from its capture on (`committed_plan`).
 
+It also knows whose targets it dispatches: `source` is the request whose chunk the committed
+target came from. A merged chunk takes over at its `first_tick` (after the committed ticks,
+after an rtc request's frozen steps, after the plan in append mode), and a later chunk that
+takes over earlier cancels a takeover not reached yet, so a chunk dropped, or replaced before
+it drove, never becomes the source.
+
 What to do when no target is planned (hold, wait, fault) is the core's decision; this part
 only records that the tick was held.
 """
@@ -51,6 +57,8 @@ class Timeline:
         self.plan = Plan.empty(len(config.joint_names))
         self.motion_started = False
         self.blend_mask = None
+        self.source = 0          # the request whose chunk the committed target came from
+        self._takeovers = []     # [(action tick, request)] merged, not committed yet
         self.configure(config)
 
     def configure(self, config: ExecutorConfig) -> None:
@@ -88,6 +96,8 @@ class Timeline:
             self.segment_tick = action_tick
             self.segment_target = target
             self.committed_tick = action_tick
+            while self._takeovers and self._takeovers[0][0] <= action_tick:
+                self.source = self._takeovers.pop(0)[1]
             self.plan = self.plan.drop_before(action_tick + 1)
         return self.segment_target
 
@@ -111,6 +121,7 @@ class Timeline:
         self.plan = Plan.empty(len(self.config.joint_names))
         self.segment_tick = None
         self.segment_target = None
+        self._takeovers = []
 
     def buffered_playback(self) -> float:
         """Return the seconds of planned targets after the last handled control tick."""
@@ -124,11 +135,13 @@ class Timeline:
         return max(0, remaining) * self.config.tick_period
 
     def merge(self, positions: np.ndarray, capture_time: float, holding: bool,
-              previous: np.ndarray, frozen_until_tick: int | None = None) -> MergeResult:
+              previous: np.ndarray, frozen_until_tick: int | None = None,
+              source: int = 0) -> MergeResult:
         """Place a validated chunk and merge it; the plan changes only if it is usable.
 
         `holding` places step 0 at the first free tick (the robot held still since the
-        capture); `previous` is the command to blend from when nothing is committed.
+        capture); `previous` is the command to blend from when nothing is committed; `source`
+        is the request the chunk answers.
         """
         cfg = self.config
         start_tick = place_chunk(capture_time, self.start, cfg.fps, cfg.action_offset,
@@ -141,6 +154,8 @@ class Timeline:
                              blend_mask=self.blend_mask, frozen_until_tick=frozen_until_tick)
         if result.usable:
             self.plan = result.plan
+            self._takeovers = [t for t in self._takeovers if t[0] < result.first_tick]
+            self._takeovers.append((result.first_tick, source))
         return result
 
     def committed_plan(self, now: float, earliest: float, turnaround_s: float):
