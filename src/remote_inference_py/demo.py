@@ -348,11 +348,20 @@ def main(argv=None):
         """Return True once the dataset recorder has a first frame of everything it records."""
         return not options.dataset or 'recording' in dataset_state
 
+    def dataset_refusal():
+        """Return the dataset recorder's 'refused: <why>', or ''."""
+        return next((s for s in dataset_state if s.startswith('refused: ')), '')
+
     def start_executor():
         """Wait for admission and recorders, start; return '' or which wait ran out."""
-        if not spin_until(lambda: statuses and statuses[-1].state_name == 'READY'
-                          and not recorder.unmatched() and dataset_ready() or any_exited(),
-                          150) or any_exited():
+        waited = spin_until(lambda: statuses and statuses[-1].state_name == 'READY'
+                            and not recorder.unmatched() and dataset_ready()
+                            or dataset_refusal() or any_exited(), 150)
+        if options.dataset and exited('dataset_recorder'):
+            spin_until(dataset_refusal, 2.0)   # its last state may still be queued here
+        if dataset_refusal():
+            return f'the dataset recorder {dataset_refusal()}'
+        if not waited or any_exited():
             waits = [what for what, done in (
                 ('the executor READY', statuses and statuses[-1].state_name == 'READY'),
                 ("the bag's topics", not recorder.unmatched()),

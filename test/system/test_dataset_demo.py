@@ -119,6 +119,10 @@ def test_a_dataset_of_other_features_is_refused_before_the_arm_moves(tmp_path):
     result = run('remote_inference_py.demo', '--dataset', str(folder), '--no-video', '--out',
                  str(out), '--seconds', '3')
     assert result.returncode != 0
+    # The recorder's latched dataset/state says why, and the demo says it and starts nothing.
+    said = re.search(r'the system did not start: the dataset recorder refused: (.*)$',
+                     result.stderr, re.M)
+    assert said and "feature 'action' has shape [7]" in said.group(1), result.stderr
     log = (out / 'dataset_recorder.log').read_text()
     assert f"dataset '{folder}' refused" in log, log
     assert "feature 'action' has shape [7]" in log, log

@@ -40,6 +40,7 @@ import logging
 import threading
 import time
 
+from rclpy.duration import Duration
 from rclpy.node import Node
 from remote_inference.msg import ActionChunk, ExecutorStatus, HardwareInfo, InferenceRequest
 from remote_inference.srv import GetCapabilities
@@ -89,6 +90,8 @@ IMAGE_DEPTH = 30
 # How long to wait for hardware/info to declare the cameras the policy reads (their size is the
 # dataset's); then a camera not declared is recorded at the policy's input size [s].
 CAMERA_WAIT_S = 30.0
+# How long closing waits for dataset/state's subscribers to take the last state (a refusal) [s].
+STATE_ACK_S = 1.0
 
 
 class DatasetRecorderNode(Node):
@@ -353,6 +356,8 @@ class DatasetRecorderNode(Node):
 
     def close(self):
         """Save the open episode, finalize the dataset and say what it holds."""
+        # A refusal is latched, but only while this node lives: let it reach the subscribers.
+        self.state_pub.wait_for_all_acked(Duration(seconds=STATE_ACK_S))
         if self.writer is None:
             return
         self._handle(self.builder.finish('the recording ended'))
