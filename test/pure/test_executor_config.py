@@ -20,6 +20,7 @@ import math
 import pytest
 
 from remote_inference_py.executor.config import ExecutorConfig, STRUCTURAL_FIELDS
+from remote_inference_py.robot.so101 import SO101_JOINT_LOWER_LIMITS, SO101_JOINT_UPPER_LIMITS
 
 JOINTS = ('shoulder_pan', 'gripper')
 
@@ -36,6 +37,23 @@ def test_defaults_are_valid_and_documented_values():
     assert config.lower_limits() == (-math.inf, -math.inf)
     assert config.upper_limits() == (math.inf, math.inf)
     assert config.tick_period == pytest.approx(1 / 30)
+
+
+def test_joint_limits_of_so101_are_robot_so101_s_ranges_and_set_limits_win():
+    unset = ExecutorConfig()   # the SO-101's joint names, nothing said: unbounded as before
+    assert unset.lower_limits() == (-math.inf,) * 6
+    so101 = ExecutorConfig(joint_limits_of='so101')
+    assert so101.joint_lower_limits == so101.joint_upper_limits == ()
+    assert so101.lower_limits() == SO101_JOINT_LOWER_LIMITS
+    assert so101.upper_limits() == SO101_JOINT_UPPER_LIMITS
+    narrow = ExecutorConfig(joint_limits_of='so101', joint_lower_limits=[-0.5] * 6,
+                            joint_upper_limits=[0.5] * 6)
+    assert narrow.lower_limits() == (-0.5,) * 6 and narrow.upper_limits() == (0.5,) * 6
+    with pytest.raises(ValueError, match=r"joint_limits_of 'so101' needs the SO-101's "
+                                         r"joint_names .*got \['shoulder_pan', 'gripper'\]"):
+        ExecutorConfig(joint_names=JOINTS, joint_limits_of='so101')
+    with pytest.raises(ValueError, match='joint_limits_of'):
+        ExecutorConfig(joint_limits_of='koch')
 
 
 def test_lists_from_ros_parameters_become_tuples_and_ints_become_floats():

