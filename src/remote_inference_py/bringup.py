@@ -171,8 +171,11 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
     (:func:`check_checkpoint`) or serial port, or a bag folder that exists already stops the
     launch with a message naming it, so nothing moves.
     ``record`` adds the recorder (``record`` console script) writing to ``bag_dir``, with
-    ``record_images`` also every camera's JPEG frames. ``cameras`` (LeRobot's camera
-    dictionary) replaces the config file's cameras of the real arm. ``image_transport`` is how
+    ``record_images`` also every camera's JPEG frames; with the config file's ``autostart`` on
+    (and no dataset recorder to start it), the executor's is turned off and the recorder starts
+    it once the run's topics have matched, so the bag holds the run from its first request.
+    ``cameras`` (LeRobot's camera dictionary) replaces the config file's cameras of the real
+    arm. ``image_transport`` is how
     the policy server reads cameras: empty means compressed with ``side='server'`` (another
     host than the arm: JPEG crosses the link) and the config file's value otherwise.
     ``record_dataset`` adds the dataset recorder (``record_dataset`` console script, see
@@ -210,6 +213,7 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
         raise ValueError('cameras are for the real arm (backend feetech); the sim renders its '
                          'own (sim_cameras in the config file)')
     dataset = _dataset_plan(record_dataset, dataset_repo_id, config_file, specs)
+    bag_starts = bool(record) and not dataset and _autostart(config_file, specs)
     leader = _leader_plan(leader_port, leader_calibration_file, config_file, specs)
     if driver and driver not in DRIVERS:
         raise ValueError(f"driver {driver!r} is not one of {', '.join(DRIVERS)}")
@@ -221,7 +225,8 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
                                **({'cameras': cameras} if cameras else {})},
         'executor': {**{k: v for k, v in (('deployment', deployment), ('task', task),
                                           ('driver', driver)) if v},
-                     **({'autostart': False} if dataset.get('start_executor') else {})},
+                     **({'autostart': False} if dataset.get('start_executor') or bag_starts
+                        else {})},
         'policy_server': {k: v for k, v in (('checkpoint', checkpoint), ('device', device),
                                             ('deployment', deployment),
                                             ('image_transport', image_transport)) if v},
@@ -230,12 +235,21 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
              for s in specs]
     if record:
         nodes.append(NodeLaunch('record', 'recorder', namespace, '', {
-            'bag_dir': bag_dir, **({'record_images': True} if record_images else {})}))
+            'bag_dir': bag_dir, **({'record_images': True} if record_images else {}),
+            **({'start_executor': True} if bag_starts else {})}))
     if dataset:
         nodes.append(NodeLaunch('record_dataset', 'dataset_recorder', namespace, '', dataset))
     if leader:
         nodes.append(NodeLaunch('leader_arm', 'leader_arm', namespace, '', leader))
     return nodes
+
+
+def _autostart(config_file, specs):
+    """Return True when this host runs the executor and its config file starts it itself."""
+    if not any(s.name == 'executor' for s in specs):
+        return False
+    from remote_inference_py.executor.config import from_parameters_file
+    return from_parameters_file(config_file)[1].autostart
 
 
 def _leader_plan(port, calibration_file, config_file, specs):

@@ -89,6 +89,24 @@ def test_record_adds_the_recorder_in_the_namespace(tmp_path, share):
         bringup.plan(share_dir=share, record=True, bag_dir=str(tmp_path))
 
 
+def test_record_starts_a_self_starting_executor_once_the_run_s_topics_matched(tmp_path):
+    import pathlib
+    share = str(pathlib.Path(__file__).resolve().parents[2])      # the real config files
+    bag = str(tmp_path / 'bag')
+    nodes = {n.name: n for n in bringup.plan(share_dir=share, record=True, bag_dir=bag)}
+    # The sim starts itself: the executor waits for the recorder instead.
+    assert nodes['recorder'].overrides == {'bag_dir': bag, 'start_executor': True}
+    assert nodes['executor'].overrides['autostart'] is False
+    # With a dataset recorder too, that one starts it; no executor here, nothing to start.
+    both = {n.name: n for n in bringup.plan(share_dir=share, record=True, bag_dir=bag,
+                                            record_dataset=str(tmp_path / 'data'))}
+    assert both['recorder'].overrides == {'bag_dir': bag}
+    assert both['dataset_recorder'].overrides['start_executor'] is True
+    server = {n.name: n for n in bringup.plan(share_dir=share, side='server', record=True,
+                                              bag_dir=bag)}
+    assert server['recorder'].overrides == {'bag_dir': bag}
+
+
 def test_a_python_factory_checkpoint_is_not_a_path(share):
     nodes = {n.name: n for n in bringup.plan(
         checkpoint='remote_inference_py.evaluation.expert:expert_runtime', share_dir=share)}

@@ -52,7 +52,7 @@ from remote_inference_py import bringup
 from remote_inference_py.analysis.dataset_rows import (
     camera_name, EpisodeEnd, feed, image_array, RowBuilder, schema_from_capabilities,
     SchemaError, stamp_ns)
-from remote_inference_py.analysis.record import deep
+from remote_inference_py.analysis.record import deep, ExecutorStarter
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import declare_parameters, ParamSpec
 from remote_inference_py.common.service_call import RetriedCall
@@ -122,7 +122,7 @@ class DatasetRecorderNode(Node):
         self.caps_call = RetriedCall(
             self.create_client(GetCapabilities, 'policy/get_capabilities'),
             GetCapabilities.Request)
-        self.start_client = self.create_client(Trigger, 'executor/start')
+        self.starter = ExecutorStarter(self, 'recording')
         self.create_subscription(HardwareInfo, bringup.HARDWARE_INFO.name, self.on_hardware,
                                  qos.LATCHED)
         # The operator's episodes (dataset_rows: RowBuilder.operator), kept in the bag too.
@@ -292,25 +292,11 @@ class DatasetRecorderNode(Node):
             self.get_logger().info(f'recording: a first message of {heard} came '
                                    '(dataset/state: recording)')
             if self.settings['start_executor']:
-                self._start_executor()
+                self.starter.start()
         elif time.monotonic() - self.observing_since > CAMERA_WAIT_S:
             self.observing_since = None
             self._refuse(f'nothing of {", ".join(repr(w) for w in waiting)} came within '
                          f'{CAMERA_WAIT_S:.0f} s of the dataset opening')
-
-    def _start_executor(self):
-        if not self.start_client.wait_for_service(timeout_sec=0.0):
-            self.create_timer(0.2, self._start_when_ready)
-            return
-        self.start_client.call_async(Trigger.Request())
-        self.get_logger().info('recording: executor/start called')
-
-    def _start_when_ready(self):
-        if getattr(self, 'start_called', False) or not self.start_client.service_is_ready():
-            return
-        self.start_called = True
-        self.start_client.call_async(Trigger.Request())
-        self.get_logger().info('recording: executor/start called')
 
     # ---- messages -----------------------------------------------------------------------
 

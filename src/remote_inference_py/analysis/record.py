@@ -30,6 +30,11 @@ it keeps recording until the robot side's nodes (executor, hardware interface) h
 graph, so the bag holds the return to the initial position and the final states, or until
 ``stop_timeout_s``; then it closes the bag.
 
+With ``start_executor`` (the launch sets it with ``record:=true``, the executor's ``autostart``
+off) it calls ``executor/start`` once a publisher of each topic the run is made of has matched
+(:data:`START_TOPICS`): the bag then holds the run from its first request, instead of missing
+what came before its subscriptions matched.
+
 With ``record_images`` (``record_images:=true`` at launch) it also records every camera as
 JPEG: it subscribes to each ``cameras/<name>/image_raw/compressed`` topic as it appears in the
 graph (the hardware interface compresses only while something subscribes), so the bag shows
@@ -44,6 +49,7 @@ import threading
 import time
 
 from rclpy.node import Node
+from std_srvs.srv import Trigger
 
 from remote_inference_py import bringup
 from remote_inference_py.analysis.bag import BagWriter
@@ -128,8 +134,38 @@ class Recorder:
                 self.writer.close()
 
 
+class ExecutorStarter:
+    """Call executor/start once, as soon as the service is there (a recorder starts the run)."""
+
+    def __init__(self, node, who):
+        """Prepare the call for `node`; `who` heads the log line."""
+        self.node, self.who = node, who
+        self.client = node.create_client(Trigger, 'executor/start')
+        self.called = False
+        self.timer = None
+
+    def start(self):
+        """Call executor/start now, or once the service appears."""
+        if self.timer is None:
+            self.timer = self.node.create_timer(0.2, self._call_when_ready)
+            self._call_when_ready()
+
+    def _call_when_ready(self):
+        if self.called or not self.client.service_is_ready():
+            return
+        self.called = True
+        self.timer.cancel()
+        self.client.call_async(Trigger.Request())
+        self.node.get_logger().info(f'{self.who}: executor/start called')
+
+
 # Publishers whose presence means the robot side still runs (and may still move).
 ROBOT_SIDE_TOPICS = (bringup.STATUS.name, bringup.HARDWARE_INFO.name, bringup.JOINT_STATES.name)
+# What a run is made of: with start_executor, motion starts once each has a matched publisher.
+START_TOPICS = tuple(t.name for t in (bringup.STATUS, bringup.JOINT_COMMANDS, bringup.REQUEST,
+                                      bringup.CHUNK, bringup.JOINT_STATES))
+# How long before the recorder says which of START_TOPICS it still waits for [s].
+START_WAIT_SAY_S = 30.0
 PARAMETERS = (
     ParamSpec('bag_dir', 'string', '', 'Folder of the new bag (must not exist yet).'),
     ParamSpec('record_images', 'bool', False,
@@ -138,6 +174,11 @@ PARAMETERS = (
     ParamSpec('stop_timeout_s', 'double', 30.0,
               'Asked to stop, keep recording until the robot side has left the graph, or '
               'this long at most.', unit='s', low=0.0, high=3600.0, live=True),
+    ParamSpec('start_executor', 'bool', False,
+              'Call executor/start once a publisher of each topic a run is made of (executor '
+              'status, commands and requests, chunks, joint states) matched, so the bag holds '
+              "the run from its first request (record:=true sets it and turns the executor's "
+              'autostart off).'),
 )
 
 
@@ -163,12 +204,30 @@ class RecorderNode(Node):
         # Recorded when a dataset recorder publishes it (not waited for: it may not run).
         self.recorder.add_topic(f'{self.prefix}/{bringup.DATASET_EPISODES.name}',
                                 bringup.DATASET_EPISODES.type, qos.LATCHED)
+        if self.settings['start_executor']:
+            self.starter = ExecutorStarter(self, 'recording')
+            self.start_wait = (time.monotonic(), self.create_timer(0.1, self.start_when_matched))
         if self.settings['record_images']:
             self.image_pattern = re.compile(
                 '^' + re.escape(self.prefix) + r'/cameras/[A-Za-z0-9_]+/image_raw/compressed$')
             self.create_timer(0.5, self.find_cameras)
             self.find_cameras()
         self.get_logger().info(f'recording {len(self.recorder.counts)} topics to {bag_dir}')
+
+    def start_when_matched(self):
+        """Start the executor once every topic of :data:`START_TOPICS` has a publisher."""
+        since, timer = self.start_wait
+        waiting = [topic for topic in START_TOPICS if self.recorder.subscriptions[
+            f'{self.prefix}/{topic}'].get_publisher_count() == 0]
+        if not waiting:
+            timer.cancel()
+            self.get_logger().info('every topic of the run has matched')
+            self.starter.start()
+        elif since is not None and time.monotonic() - since > START_WAIT_SAY_S:
+            self.start_wait = (None, timer)
+            self.get_logger().warning(
+                f'the executor is not started yet: no publisher of {", ".join(waiting)} '
+                f'within {START_WAIT_SAY_S:.0f} s')
 
     def find_cameras(self):
         """Subscribe to camera JPEG topics that appeared since the last look."""
