@@ -175,9 +175,9 @@ def plan(*, side='both', backend='sim', port='/dev/ttyACM0', checkpoint='', devi
     (and no dataset recorder to start it), the executor's is turned off and the recorder starts
     it once the run's topics have matched, so the bag holds the run from its first request.
     ``cameras`` (LeRobot's camera dictionary) replaces the config file's cameras of the real
-    arm. ``image_transport`` is how
-    the policy server reads cameras: empty means compressed with ``side='server'`` (another
-    host than the arm: JPEG crosses the link) and the config file's value otherwise.
+    arm. ``image_transport`` is how the policy server reads cameras: empty means compressed
+    with ``side='server'`` (another host than the arm: JPEG crosses the link) and the config
+    file's value otherwise.
     ``record_dataset`` adds the dataset recorder (``record_dataset`` console script, see
     docs/recording.md) writing a LeRobot dataset there (repo id ``dataset_repo_id``) at the
     executor's fps; an existing dataset of another fps or robot type is refused here, one of

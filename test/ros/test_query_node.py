@@ -151,11 +151,13 @@ def test_question_and_subtask_hold_the_arm_and_resume_from_a_fresh_capture(proce
     assert result.hold_s >= result.ask_s > 0 and result.resume_s > 0
     assert [phase for phase, _ in watch.feedback] == ['paused', 'asking', 'resuming']
     # The hold crossed to the status topic: the buffered continuation was discarded.
+    seen = [(s.state_name, s.message) for s in watch.statuses[-40:]]   # said on a failure
     assert any('holding for a question query' in s.message and 'discarded' in s.message
-               for s in watch.statuses)
-    assert any(read_status(s.message) == ('answered', result.answer) for s in watch.statuses)
+               for s in watch.statuses), seen
+    assert any(read_status(s.message) == ('answered', result.answer)
+               for s in watch.statuses), seen
     assert any(read_status(s.message) == ('asked', 'question', 'is the cube held?')
-               for s in watch.statuses)
+               for s in watch.statuses), seen
     spinner.until(lambda: watch.state() == 'RUNNING', 5, 'RUNNING again')
     assert watch.requests[-1].task == 'pick up the cube'   # a question keeps the task
 

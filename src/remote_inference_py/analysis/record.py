@@ -31,9 +31,10 @@ graph, so the bag holds the return to the initial position and the final states,
 ``stop_timeout_s``; then it closes the bag.
 
 With ``start_executor`` (the launch sets it with ``record:=true``, the executor's ``autostart``
-off) it calls ``executor/start`` once a publisher of each topic the run is made of has matched
-(:data:`START_TOPICS`): the bag then holds the run from its first request, instead of missing
-what came before its subscriptions matched.
+off) it calls ``executor/start`` once its subscriptions have matched a publisher of each topic
+the run is made of (:data:`START_TOPICS`), instead of missing everything before they matched.
+(Matching is seen from this side: a publisher that matches this node later can still lose
+its first message.)
 
 With ``record_images`` (``record_images:=true`` at launch) it also records every camera as
 JPEG: it subscribes to each ``cameras/<name>/image_raw/compressed`` topic as it appears in the
