@@ -185,6 +185,10 @@ def test_a_camera_late_before_the_episode_delays_it_and_blocks_nothing():
     assert rows[0].stamp_ns == first
     assert [r.stamp_ns for r in rows] == [ns for ns, _, _ in expected_rows() if ns >= first]
     assert builder.counts['no_observation'] == round(0.3 * FPS)   # 0.5 s to 0.8 s
+    # The log says why, once: the stream and its samples around the first tick left out.
+    assert builder.notes == [
+        "camera 'front': a tick left out (no frame within camera_timeout_s; newest before "
+        '-338.3 ms of the tick; 0 rows recorded before it)'], builder.notes
 
 
 @pytest.mark.parametrize('lag_s, awaited', [(0.9, True), (1.1, False)])

@@ -149,6 +149,13 @@ def test_question_and_subtask_hold_the_arm_and_resume_from_a_fresh_capture(proce
     assert result.answer.startswith('no: the cube rests on the table'), result.answer
     assert result.task == 'pick up the cube' and result.rounds == 1
     assert result.hold_s >= result.ask_s > 0 and result.resume_s > 0
+    # The result, the feedback and the statuses come on separate channels, and a loaded test
+    # process takes one message of each per wait: the feedback and statuses sent before the
+    # result may still be queued here when the result is taken. They are awaited (the status
+    # of the answer comes after the hold's on the same topic), then read in full.
+    spinner.until(lambda: len(watch.feedback) >= 3 and any(
+        read_status(s.message) == ('answered', result.answer) for s in watch.statuses), 5,
+        'the feedback and the statuses sent before the result')
     assert [phase for phase, _ in watch.feedback] == ['paused', 'asking', 'resuming']
     # The hold crossed to the status topic: the buffered continuation was discarded.
     seen = [(s.state_name, s.message) for s in watch.statuses[-40:]]   # said on a failure

@@ -144,7 +144,9 @@ def test_the_expert_as_the_human_then_the_policy_each_frame_says_who_acted(tmp_p
     executor_log = (out / 'executor.log').read_text()
     assert 'the human on the leader arm drives (driver human)' in executor_log
     # The recorder started the executor once a frame had come: the first tick has its frame.
-    assert ' 0 before every observation had come' in demo.stdout, demo.stdout
+    said = [line for line in (out / 'dataset_recorder.log').read_text().splitlines()
+            if 'dataset:' in line or 'recording' in line]   # a tick left out names why
+    assert ' 0 before every observation had come' in demo.stdout, (demo.stdout, said)
     a = import_lerobot_dataset()('local/dagger', root=live)
     rows = a.hf_dataset.with_format('numpy')
     human = np.stack(rows['intervention']).reshape(-1).astype(bool)

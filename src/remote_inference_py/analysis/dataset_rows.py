@@ -473,8 +473,7 @@ class RowBuilder:
         frame = {}
         joints = self._joint_states.at(stamp)
         if joints is None and self.schema.states:
-            self.counts['no_observation'] += 1
-            return []
+            return self._no_observation(stamp, 'joint_states', self._joint_states)
         for state_feature in self.schema.states:
             values = np.array([joints[1][j] for j in state_feature.joints])
             frame[state_feature.key] = self._state_conv[state_feature.key].to_policy(
@@ -486,20 +485,16 @@ class RowBuilder:
             ticks = self._ticks_since(last)
             if ticks > self.camera_timeout_ticks:
                 if not self.in_episode:   # not started yet, or late: no episode begins yet
-                    self.counts['no_observation'] += 1
-                    late = (f'camera {camera.camera!r} sent no frame within camera_timeout_s '
-                            'of a tick before the episode: its first rows wait for one')
-                    if last is not None and late not in self.notes:
-                        self.notes.append(late)
-                    return []
+                    return self._no_observation(stamp, f'camera {camera.camera!r}', stream,
+                                                'no frame within camera_timeout_s')
                 age = 'no frame yet' if last is None else \
                     f'no frame in {ticks} ticks ({(stamp - last) / 1e9:.2f} s)'
                 self._blocked = f'camera {camera.camera!r} lost: {age}'
                 return [self._end(stamp, self._blocked, error=True)]
             sample = stream.at(stamp)
             if sample is None:   # its frame was let go: every process paused longer than kept
-                self.counts['no_observation'] += 1
-                return []
+                return self._no_observation(stamp, f'camera {camera.camera!r}', stream,
+                                            'its frame was let go')
             frame[camera.key] = sample[1]
             image_stamps[camera.key] = sample[0]
         frame['action'] = self._action_conv.to_policy(si).astype(np.float32)
@@ -514,6 +509,24 @@ class RowBuilder:
         self.counts['rows'] += 1
         events.append(Row(stamp, frame, image_stamps))
         return events
+
+    def _no_observation(self, stamp: int, what: str, stream: _Stream,
+                        why: str = 'nothing captured at or before it') -> list:
+        """Count a tick left out for a missing observation; note the first of each kind.
+
+        The note names the stream and its samples around the tick (stamps relative to it),
+        so a row left out at the start of a run says what had not come.
+        """
+        self.counts['no_observation'] += 1
+        if not any(note.startswith(f'{what}: ') for note in self.notes):
+            before = stream.stamp_at(stamp)
+            after = stream.stamps[bisect.bisect_right(stream.stamps, stamp):][:1]
+            around = ', '.join(f'{label} {(value - stamp) / 1e6:+.1f} ms' for label, value in (
+                ('newest before', before), ('next', after[0] if after else None))
+                if value is not None) or 'no sample yet'
+            self.notes.append(f'{what}: a tick left out ({why}; {around} of the tick; '
+                              f'{self.counts["rows"]} rows recorded before it)')
+        return []
 
     def _ticks_since(self, stamp_ns: Optional[int]) -> int:
         """Return how many of the recent ticks (this one included) came after ``stamp_ns``.
