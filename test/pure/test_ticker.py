@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from remote_inference_py.common.ticker import Ticker
+from remote_inference_py.common.ticker import Handoff, Ticker
 
 
 def run(period, tick, seconds):
@@ -151,3 +151,23 @@ def test_stop_waits_for_the_tick_in_progress_and_no_tick_follows():
 def test_the_period_must_be_positive():
     with pytest.raises(ValueError, match='must be positive, got 0.0'):
         Ticker(0.0, lambda: None, print)
+
+
+def test_a_tick_takes_only_the_events_handed_at_or_before_its_time():
+    # A tick reads its clock, then takes its events. One handed in between (a start asked
+    # 30 ms into a tick on a loaded host) waits for the next tick, so the motion it starts is
+    # not stamped before it was asked. Edges: handed at the tick's time (taken), a nanosecond
+    # after it (not).
+    now = [10.0]
+    handoff = Handoff(lambda: now[0])
+    handoff.put('before')
+    tick = now[0] = 10.033                   # the tick reads its clock
+    handoff.put('at the tick')
+    now[0] = tick + 1e-9
+    handoff.put('just after')
+    now[0] = tick + 0.030
+    handoff.put('during')
+    assert handoff.take(tick) == ['before', 'at the tick']
+    assert handoff.take(tick) == []          # none handed later, however often asked
+    assert handoff.take(tick + 0.033) == ['just after', 'during']
+    assert handoff.take(tick + 0.066) == []

@@ -32,6 +32,7 @@ executor stayed a tick ahead of its grid from then on (a loaded fleet test saw t
 """
 
 import math
+import queue
 import threading
 import time
 from typing import Callable
@@ -87,3 +88,39 @@ class Ticker:
             # nearest to when it began): at once if that is past, never one a tick served.
             served = math.floor((began - origin) / period + 0.5)
             deadline = origin + (served + 1) * period
+
+
+class Handoff:
+    """Events handed to a ticking owner by other threads, each taken by the first tick after it.
+
+    ``put`` stamps an event with the clock as it is handed over. ``take(now)`` returns, in
+    order, the events handed at or before ``now``, the time of the tick taking them; one handed
+    later (while that tick ran, after it read its clock) waits for the next tick. So nothing a
+    tick decides is stamped before an event it acted on: a start handed 30 ms into a tick that
+    read its clock first used to start the motion at the tick's time, before the start was
+    asked (on a loaded host, before the camera frame that the asker had waited for).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        """Stamp events with ``clock`` (the owner's tick clock)."""
+        self._clock = clock
+        self._queue = queue.SimpleQueue()   # (handed at, event), in the order handed
+        self._next = None                   # the first event handed after the last take
+
+    def put(self, event) -> None:
+        """Hand ``event`` over (any thread)."""
+        self._queue.put((self._clock(), event))
+
+    def take(self, now: float) -> list:
+        """Return the events handed at or before ``now``, in order (the owner's thread)."""
+        taken = []
+        while True:
+            if self._next is None:
+                try:
+                    self._next = self._queue.get_nowait()
+                except queue.Empty:
+                    return taken
+            if self._next[0] > now:
+                return taken
+            taken.append(self._next[1])
+            self._next = None

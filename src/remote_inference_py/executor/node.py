@@ -63,12 +63,13 @@ task, the exit code) and through it the core. Messages, services, goals and para
 arrive on rclpy's EventsExecutor thread (``run_node``); their callbacks only convert the
 message and hand an event, stamped with its arrival time, to the owner through a queue (a
 service or goal that needs the owner's answer awaits a future the owner resolves at its next
-tick). The tick takes the queued events in order, then ticks, then carries out the actions
-in order. No lock guards the core: only one thread uses it.
+tick). The tick takes the events handed before its time, in order (one handed while it runs
+waits for the next tick: nothing the tick decides is stamped before an event it acted on),
+then ticks, then carries out the actions in order. No lock guards the core: only one thread
+uses it.
 """
 
 import collections
-import queue
 import time
 import traceback
 
@@ -93,7 +94,7 @@ from remote_inference_py.common.clock import clock_offset
 from remote_inference_py.common.node_main import run_node
 from remote_inference_py.common.params import (
     build_configs, declare_parameters, declared, LiveSettings)
-from remote_inference_py.common.ticker import Ticker
+from remote_inference_py.common.ticker import Handoff, Ticker
 from remote_inference_py.executor import query as queries
 from remote_inference_py.executor import supervisor as sv
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
@@ -120,7 +121,7 @@ class ExecutorNode(Node):
         self.config, self.settings = build_configs(
             declare_parameters(self, PARAMETERS.values()), ExecutorConfig, NodeSettings)
         self.finished, self.exit_code = False, 0
-        self.events = queue.SimpleQueue()   # (function, args) for the owner, in order
+        self.events = Handoff()   # (function, args) for the owner, in order
         self.sup = sv.Supervisor(self.config, self.settings, self.get_fully_qualified_name(),
                                  time.monotonic())
         self.survey, self.admission_call, self.ask_call = {}, None, None   # calls in flight
@@ -189,7 +190,7 @@ class ExecutorNode(Node):
 
     def hand(self, function, *args):
         """Queue `function(*args)` for the owner thread (it returns actions or None)."""
-        self.events.put((function, args))
+        self.events.put((function, args))   # taken by the first tick after it
 
     def apply_settings(self, configs, changes):
         """Hand live changes to the owner (validated by LiveSettings before they were set)."""
@@ -300,11 +301,7 @@ class ExecutorNode(Node):
         if self.tick_time is not None:
             self.tick_periods.append(now - self.tick_time)
         self.tick_time = now
-        while True:
-            try:
-                function, args = self.events.get_nowait()
-            except queue.Empty:
-                break
+        for function, args in self.events.take(now):
             self.carry_out(function(*args) or ())
         self.carry_out(self.sup.tick(now, self._io()))
 
