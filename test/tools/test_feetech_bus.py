@@ -333,9 +333,9 @@ def test_a_reply_without_its_parameters_is_corrupt_and_retried(emulator):
     assert bus.counters.checksum_errors == 2
 
 
-def bus_with_pan_calibration(emulator):
+def bus_with_pan_calibration(emulator, latency_timer_ms=5.0):
     """Connect a bus after giving motor 1 (shoulder_pan) three distinct calibration values."""
-    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, latency_timer_ms=5.0))
+    bus = FeetechBus(FeetechBusConfig.so101(emulator.port, latency_timer_ms=latency_timer_ms))
     bus.connect()
     for register, value in (('Homing_Offset', 11), ('Min_Position_Limit', 100),
                             ('Max_Position_Limit', 4000)):
@@ -363,8 +363,11 @@ def test_a_held_reply_is_refused_by_its_length_and_cannot_enter_a_calibration(em
     # A reply held back past the quiet wait and sent after the next request (a host stalled
     # between two replies). The protocol has no sequence numbers: only the motor id and the
     # length can tell it from the answer. Held twice: the retry reads the first held reply,
-    # and the second comes ahead of the next read's answer.
-    bus = bus_with_pan_calibration(emulator)
+    # and the second comes ahead of the next read's answer. A held reply waits for the next
+    # request, however long the timeout: the bus has the product's default latency timer
+    # (16 ms: a 34 ms reply timeout), not the 5 ms (12 ms) the late-reply test needs. With
+    # 5 ms, a loaded clean-clone run's emulator missed three sync reads' deadlines in a row.
+    bus = bus_with_pan_calibration(emulator, FeetechBusConfig.latency_timer_ms)
     # The 24-byte reply a retry leaves behind is neither a position nor a torque state: the
     # SDK alone would cut it to size and return its first bytes (from Min_Position_Limit).
     for late_reader, expected in ((bus.read_positions, 2048 - 11),   # present = actual - offset
