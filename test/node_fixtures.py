@@ -26,7 +26,7 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from remote_inference.msg import ActionChunk, HardwareInfo, InferenceRequest, ObservationFeature
 from remote_inference.srv import Admit, GetCapabilities
-from robot_fixtures import EXAMPLE
+from robot_fixtures import EXAMPLE, PATIENT_MS
 from sensor_msgs.msg import CompressedImage, Image as ImageMsg, JointState
 
 from remote_inference_py.contract.check import PROTOCOL_VERSION
@@ -204,7 +204,7 @@ class ArmWatch:
 
 def params(emulator, **overrides):
     return {'backend': 'feetech', 'port': emulator.port, 'calibration_file': EXAMPLE,
-            'latency_timer_ms': 2.0, 'command_timeout_s': 0.3, **overrides}
+            'latency_timer_ms': PATIENT_MS, 'command_timeout_s': 0.3, **overrides}
 
 
 def start_arm(processes, ros, emulator, **overrides):

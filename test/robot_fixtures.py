@@ -25,6 +25,12 @@ from remote_inference_py.robot.units import JointConverter
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'config',
                        'so101_calibration_example.json')
 SO101 = 'so101-degrees-gripper-percent-v1'
+# The longest reply timeout latency_timer_ms allows (its declared maximum), for tests that are
+# not about timeouts: on a loaded host the emulator's reply (through the pseudo-terminal's
+# kernel worker, which runs at normal priority whatever the emulator's) is late, not missing.
+# With 2 ms (a 6 ms reply timeout), a loaded clean-clone run's hardware node failed its
+# configure on three timed-out reads in a row.
+PATIENT_MS = 100.0
 
 
 def to_policy(si):

@@ -27,7 +27,7 @@ Counts, states, orderings and stamps; no speed asserted.
 
 from emulator import EmulatorProcess
 from node_fixtures import ArmWatch, EXECUTOR, IDS, params, SHAFTS, ticks
-from robot_fixtures import EXAMPLE
+from robot_fixtures import EXAMPLE, PATIENT_MS
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import SetBool
@@ -40,7 +40,7 @@ from remote_inference_py.transport.values import stamp_ns
 
 MAX_STEP = 0.5   # node_fixtures.EXECUTOR's max_step_rad
 LEADER = {'calibration_file': EXAMPLE, 'follower_calibration_file': EXAMPLE,
-          'latency_timer_ms': 100.0}
+          'latency_timer_ms': PATIENT_MS}
 CAL = Calibration.load(EXAMPLE)
 
 

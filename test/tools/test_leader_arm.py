@@ -24,14 +24,13 @@ import json
 from emulator import EmulatorProcess
 import numpy as np
 import pytest
-from robot_fixtures import EXAMPLE
+from robot_fixtures import EXAMPLE, PATIENT_MS
 
 from remote_inference_py.robot.calibration import Calibration
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.teleop.leader import LeaderArm, LeaderConfig, LeaderFault
 
 IDS = {name: index + 1 for index, name in enumerate(SO101_JOINT_NAMES)}
-PATIENT_MS = 100.0   # the longest reply timeout: a loaded host is late, not a silent motor
 # A scripted human: three poses of the leader's shafts (ticks, present-position frame).
 TRAJECTORY = ((2048, 2048, 2048, 2048, 2048, 2048),
               (1500, 2600, 1200, 2900, 2100, 1400),
