@@ -121,7 +121,10 @@ class Robot:
             presence_lease_s=caps.presence_lease_s, max_requests_in_flight=1)
         for name, value in changes.items():
             setattr(request, name, value)
-        return self.spinner.call(self.admit_client, request)
+        # Asked again after the executor's RETRY_S, as it asks (a first response can be lost
+        # while the server's reply writer matches): the last admission's session is the one.
+        return self.spinner.call(self.admit_client, request, retry_s=ADMISSION_RETRY_S,
+                                 latest=True)
 
     def wait_connected(self):
         self.spinner.until(lambda: self.request_pub.get_subscription_count() > 0

@@ -263,25 +263,32 @@ class Spinner:
             return value
         raise AssertionError(f'timed out after {timeout} s waiting for {what}')
 
-    def call(self, client, request, timeout=10.0, retry_s=None):
+    def call(self, client, request, timeout=10.0, retry_s=None, latest=False):
         """Call a service and spin until the response arrives.
 
-        With ``retry_s``, an idempotent request is sent again each time ``retry_s`` pass
-        without a response, as the executor's admission does: a server that has just
-        discovered the client may drop the first response (its writer not yet matched).
+        With ``retry_s``, the request is sent again each time ``retry_s`` pass without a
+        response, as the executor's admission does: a server that has just discovered the
+        client may drop the first response (its writer not yet matched; Fast DDS logs
+        ``failed to send response (timeout)``). An idempotent request takes the first response
+        of any; with ``latest``, one that is not (an admission: the server releases the
+        session it gave the same client before) takes only the response to the last request
+        sent, as the executor uses only the reply to its last call.
         """
         if not client.wait_for_service(timeout_sec=timeout):
             raise AssertionError(f'service {client.srv_name} not available after {timeout} s')
         started = time.monotonic()
         futures = [client.call_async(request)]
-        while not any(future.done() for future in futures):
+
+        def answered():
+            return futures[-1].done() if latest else any(f.done() for f in futures)
+        while not answered():
             if time.monotonic() >= started + timeout:
                 raise AssertionError(f'timed out after {timeout} s waiting for response of '
                                      f'{client.srv_name} (sent {len(futures)} time(s))')
             self.executor.spin_once(timeout_sec=0.02)
             if retry_s and time.monotonic() >= started + retry_s * len(futures):
                 futures.append(client.call_async(request))
-        return next(future for future in futures if future.done()).result()
+        return (futures[-1] if latest else next(f for f in futures if f.done())).result()
 
 
 _COUNTER = [0]
