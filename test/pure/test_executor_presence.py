@@ -201,3 +201,36 @@ def test_silent_after_two_missed_samples_until_lost_and_never_for_an_older_serve
     older = ServerPresence(LEASE)
     older.admit('i1', 0.0, samples=False)
     assert not older.silent(LEASE)
+
+
+@pytest.mark.parametrize('gap, lost', [(2 * TICK - EPS, True), (2 * TICK + EPS, False)])
+def test_a_gap_between_ticks_over_two_periods_is_a_stall_counted_as_one_period(gap, lost):
+    # The executor's own process stalled (a loaded host froze it): nothing could be heard in
+    # the gap, so only one tick period of it counts toward the server's silence. Just under
+    # two periods it is ordinary lateness, counted in full.
+    presence = ServerPresence(0.5, TICK)
+    presence.admit('a', 0.0)
+    assert presence.check(0.45) is None
+    assert (presence.check(0.45 + gap) is not None) == lost
+
+
+def test_a_freeze_of_the_whole_host_beyond_the_lease_keeps_the_session():
+    # Every process froze 0.6 s, beyond the 0.5 s lease: no tick, no sample. The server's
+    # next sample after it keeps the session. A server that stays silent after the freeze is
+    # lost within a lease of its end; a server silent while the executor ticks, at the lease.
+    frozen = ServerPresence(0.5, TICK)
+    frozen.admit('a', 0.0)
+    assert frozen.check(TICK) is None
+    assert frozen.check(TICK + 0.6) is None                       # the first tick after it
+    assert frozen.heard('a', TICK + 0.62, 'a presence sample', sample=True) is None
+    assert frozen.state == 'alive'
+    silent = ServerPresence(0.5, TICK)
+    silent.admit('a', 0.0)
+    silent.check(TICK)
+    ticks = [TICK + 0.6 + k * TICK for k in range(20)]
+    lost_at = [t for t in ticks if silent.check(t) is not None]
+    assert lost_at and lost_at[0] <= TICK + 0.6 + 0.5, lost_at
+    ticking = ServerPresence(0.5, TICK)
+    ticking.admit('a', 0.0)
+    assert all(ticking.check(k * TICK) is None for k in range(1, 16))   # 0.5 s
+    assert ticking.check(16 * TICK).reason is LossReason.LEASE_EXPIRED

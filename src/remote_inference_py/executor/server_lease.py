@@ -22,7 +22,12 @@ says when the admitted instance is lost, once, as a :class:`ServerLoss` with one
 - ``LEASE_EXPIRED``: nothing of the admitted instance came for longer than the lease (checked
   at every tick, and when something finally comes after a longer silence). The server samples
   its presence every ``lease / 8`` (:mod:`..contract.presence`), so a silence up to
-  ``lease - lease / 8`` never gets here, wherever it falls in the chunk cycle.
+  ``lease - lease / 8`` never gets here, wherever it falls in the chunk cycle. A stall of the
+  executor's own process (no tick and no message taken for over two tick periods: a loaded
+  host froze it) is left out of the silence but for one tick period: nothing could be heard
+  in it, and after a freeze of the whole host the server's next sample comes within
+  ``lease / 8``. A 2-core VM froze every process for up to about 1.2 s, and an executor with
+  a 0.5 s lease failed over from a server that was there.
 - ``OTHER_INSTANCE``: a presence sample, chunk or answer from another instance than the one
   that admitted us: the admitted server was restarted or replaced, and the newcomer does not
   know our session. Lost at once, both instances named.
@@ -81,9 +86,14 @@ class ServerLoss:
 class ServerPresence:
     """The presence of the admitted server instance (see the module docstring)."""
 
-    def __init__(self, lease_s: float):
-        """Track nothing yet; `lease_s` is the agreed presence lease [s]."""
+    def __init__(self, lease_s: float, tick_s: float = 0.0):
+        """Track nothing yet; `lease_s` is the agreed presence lease [s].
+
+        `tick_s`: the executor's tick period [s], for its own stalls (0: none left out).
+        """
         self.lease_s = float(lease_s)
+        self.tick_s = float(tick_s)
+        self.last_ran = None           # when the executor last ran: a tick, a message taken
         self.samples = True            # the server publishes presence samples (see admit)
         self.owed_since = None         # first request sent since the last thing heard
         self.instance_id = ''          # the admitted instance ('' before admission)
@@ -165,6 +175,7 @@ class ServerPresence:
 
     def check(self, now: float):
         """Return the ServerLoss if the admitted instance was silent longer than the lease."""
+        self._ran(now)
         if self.loss is not None or not self.admitted:
             return None
         if not self.samples:   # an older server: only an owed answer's silence counts
@@ -185,6 +196,16 @@ class ServerPresence:
             LossReason.LEASE_EXPIRED, now, self.instance_id,
             detail=f'nothing of it for {silence:.2f} s, beyond the {self.lease_s:g} s presence '
                    'lease (no presence sample, no chunk)'))
+
+    def _ran(self, now: float) -> None:
+        """Note that the executor ran at `now`; leave a stall of its own out of the silence."""
+        last = self.last_ran
+        self.last_ran = now if last is None else max(last, now)
+        if not self.tick_s or last is None or self.last_seen is None or self.last_seen > last:
+            return   # something was heard since it last ran: it was not frozen throughout
+        gap = now - last
+        if gap > 2 * self.tick_s:
+            self.last_seen = min(now, self.last_seen + gap - self.tick_s)
 
     def _lose(self, loss: ServerLoss) -> ServerLoss:
         self.loss = loss

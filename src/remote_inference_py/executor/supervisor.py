@@ -179,7 +179,7 @@ class Supervisor:
         self.lost_servers = []
         self.failing_over = False
         self.admission = Selection(self.client(), self.candidates, now)
-        self.presence = ServerPresence(settings.presence_lease_s)
+        self.presence = ServerPresence(settings.presence_lease_s, config.tick_period)
         self.first_answer = FirstAnswer()
         self.hardware: Optional[Hardware] = None
         self.measured_once = False
@@ -558,7 +558,8 @@ class Supervisor:
             if isinstance(action, Chosen):
                 self.server_choice = action.choice.text()
                 self.server = action.candidate
-                self.presence = ServerPresence(self.settings.presence_lease_s)
+                self.presence = ServerPresence(self.settings.presence_lease_s,
+                                               self.config.tick_period)
                 actions += [UseServer(action.candidate),
                             Log('info', f'server choice: {candidate_label(action.candidate)} '
                                         f'({self.server_choice})')]
