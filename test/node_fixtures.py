@@ -29,6 +29,7 @@ from remote_inference.srv import Admit, GetCapabilities
 from robot_fixtures import EXAMPLE, PATIENT_MS
 from sensor_msgs.msg import CompressedImage, Image as ImageMsg, JointState
 
+from remote_inference_py.common.service_call import RETRY_S
 from remote_inference_py.contract.check import PROTOCOL_VERSION
 from remote_inference_py.executor.handshake import RETRY_S as ADMISSION_RETRY_S
 from remote_inference_py.robot.calibration import Calibration
@@ -41,15 +42,24 @@ JOINTS = list(SO101_JOINT_NAMES)
 
 # ----------------------------------------------------------------------------- parameters
 
-def set_double(ros, node_name, name, value):
-    """Set a double parameter of a node through its set_parameters service; return the result."""
+def set_parameter(ros, node_name, name, value):
+    """
+    Set a parameter of a node through its set_parameters service; return the result.
+
+    Typed as ``ros2 param set`` sends it: a bool, a str, else a double. Asked again after
+    RETRY_S without a reply, as the nodes' own calls are (a server that has just discovered
+    this client may drop its first response): setting the same value again is idempotent.
+    """
     node, spinner = ros
     client = node.create_client(SetParameters, f'/{node_name}/set_parameters')
-    request = SetParameters.Request()
-    # Typed exactly as `ros2 param set executor refill_seconds 1.2` sends it.
-    request.parameters = [Parameter(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_DOUBLE, double_value=value))]
-    return spinner.call(client, request).results[0]
+    if isinstance(value, bool):
+        typed = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
+    elif isinstance(value, str):
+        typed = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+    else:
+        typed = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(value))
+    request = SetParameters.Request(parameters=[Parameter(name=name, value=typed)])
+    return spinner.call(client, request, retry_s=RETRY_S).results[0]
 
 
 # ----------------------------------------------------------------------------- policy server

@@ -27,9 +27,7 @@ import subprocess
 import sys
 import time
 
-from node_fixtures import EXECUTOR, set_double
-from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
+from node_fixtures import EXECUTOR, set_parameter
 from remote_inference.msg import (
     ActionChunk, ExecutorStatus, HardwareInfo, InferenceRequest, ServerPresence)
 from ros_fixtures import clean_dead_segments
@@ -157,7 +155,7 @@ def test_refill_seconds_set_live_changes_the_request_cadence(processes, ros):
     assert 'request 1 lost (lose_requests)' in server.output()
     spinner.until(lambda: len(watch.requests) >= 2, 10, 'two requests')
     slow = len(requests_sent_in(spinner, node, watch, 4.0))
-    result = set_double(ros, 'executor', 'refill_seconds', 1.3)
+    result = set_parameter(ros, 'executor', 'refill_seconds', 1.3)
     assert result.successful, result.reason
     spinner.spin_for(0.5)
     fast = len(requests_sent_in(spinner, node, watch, 4.0))
@@ -172,9 +170,9 @@ def test_invalid_and_read_only_parameters_are_rejected_with_a_reason(processes, 
     node, spinner = ros
     watch, arm, server, executor = start_system(processes, ros)
     spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
-    result = set_double(ros, 'executor', 'refill_seconds', -1.0)
+    result = set_parameter(ros, 'executor', 'refill_seconds', -1.0)
     assert not result.successful and 'refill_seconds' in result.reason
-    result = set_double(ros, 'executor', 'fps', 50.0)
+    result = set_parameter(ros, 'executor', 'fps', 50.0)
     assert not result.successful and 'fps' in result.reason
     assert watch.state() == 'RUNNING'
 
@@ -341,18 +339,6 @@ def test_a_server_restarted_within_the_lease_is_lost_at_once_naming_both_instanc
     assert executor.stop(spinner=spinner) == 0
     final = commands(arm)[-1][1]
     assert max(abs(v) for v in final) < 1e-3, f'did not return to the initial pose: {final}'
-
-
-def set_parameter(ros, node_name, name, value):
-    """Set a bool or string parameter of a node; return the result."""
-    node, spinner = ros
-    client = node.create_client(SetParameters, f'/{node_name}/set_parameters')
-    if isinstance(value, bool):
-        typed = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
-    else:
-        typed = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
-    request = SetParameters.Request(parameters=[Parameter(name=name, value=typed)])
-    return spinner.call(client, request).results[0]
 
 
 def test_failures_are_retried_with_a_growing_pause_and_a_refusal_never(processes, ros):

@@ -28,7 +28,7 @@ from emulator import EmulatorProcess
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
 from node_fixtures import (
-    ArmWatch, at_rest, CALIBRATION, JOINTS, params, radians, send, set_double, start_arm,
+    ArmWatch, at_rest, CALIBRATION, JOINTS, params, radians, send, set_parameter, start_arm,
     ticks)
 import numpy as np
 import pytest
@@ -82,13 +82,13 @@ def test_joint_states_are_calibrated_radians_and_commands_reach_the_servos(
         CALIBRATION.radians_to_ticks('elbow_flex', measured['elbow_flex'] + 0.35), abs=1)
 
     # Live: without the relative clamp, a target just beyond the upper limit is clamped to it.
-    result = set_double(ros, 'hardware_interface', 'max_relative_target', 0.0)
+    result = set_parameter(ros, 'hardware_interface', 'max_relative_target', 0.0)
     assert result.successful, result.reason
     send(commands, dict(measured, shoulder_pan=limits[0][1] + 0.1))
     spinner.until(lambda: len(watch.applied) >= 3, 5, 'third applied_command')
     assert emulator.get(1, 'Goal_Position') == CALIBRATION['shoulder_pan'].range_max
     # structural: read-only
-    assert not set_double(ros, 'hardware_interface', 'publish_rate_hz', 10.0).successful
+    assert not set_parameter(ros, 'hardware_interface', 'publish_rate_hz', 10.0).successful
     assert proc.stop() == 0
     assert set(ticks(emulator, 'Torque_Enable').values()) == {0}
 

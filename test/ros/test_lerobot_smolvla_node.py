@@ -28,11 +28,9 @@ numbers are in docs/lerobot.md.
 import os
 
 import lerobot_checkpoints as checkpoints
-from node_fixtures import frame, ManualRobot, READY
+from node_fixtures import frame, ManualRobot, READY, set_parameter
 import numpy as np
 import pytest
-from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
 from remote_inference.msg import ExecutorStatus, InferenceRequest
 from robot_fixtures import to_policy
 
@@ -88,14 +86,6 @@ def two_tasks_give_lerobots_two_chunks(ros, server, folder):
         assert np.abs(chunks[task] - expected).max() < TOLERANCE, task
     first, second = chunks.values()        # (actions spread over 0.2 standard deviations)
     assert np.abs(first - second).max() > 10 * TOLERANCE
-
-
-def set_task(ros, task):
-    node, spinner = ros
-    client = node.create_client(SetParameters, '/executor/set_parameters')
-    request = SetParameters.Request(parameters=[Parameter(name='task', value=ParameterValue(
-        type=ParameterType.PARAMETER_STRING, string_value=task))])
-    return spinner.call(client, request).results[0]
 
 
 def start_executor(processes, merge):
@@ -154,7 +144,7 @@ def test_two_tasks_then_the_simulated_arm_aligned_then_rtc_with_a_task_set_live(
     collect_seams(spinner, statuses, 'aligned', record_property)
     # The executor's task, set live, reaches the server in the next requests.
     assert {r.task for r in requests} == {'pick up the red cube'}
-    result = set_task(ros, 'open the top drawer')
+    result = set_parameter(ros, 'executor', 'task', 'open the top drawer')
     assert result.successful, result.reason
     seen = len(requests)
     accepted = statuses[-1].chunks_accepted

@@ -28,7 +28,7 @@ import time
 
 from core_fixtures import jpeg
 import model_fixtures as models
-from node_fixtures import READY, Robot, set_double, stamp_ns
+from node_fixtures import READY, Robot, set_parameter, stamp_ns
 import numpy as np
 import pytest
 from rclpy.duration import Duration
@@ -142,15 +142,15 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
 
     # extra_compute_s is live and counted as inference time; extra_latency_s holds the answer
     # back after it was computed.
-    result = set_double(ros, 'policy_server', 'extra_compute_s', 1.5)
+    result = set_parameter(ros, 'policy_server', 'extra_compute_s', 1.5)
     assert result.successful, result.reason
     robot.request(session, 5)
     busy = len(presence)
     assert robot.answer(5).inference_ms >= 1500.0
     # A busy serving thread does not hold the presence samples up (its own thread).
     assert len(presence) - busy >= 2, 'presence samples stopped while inference was busy'
-    assert set_double(ros, 'policy_server', 'extra_compute_s', 0.0).successful
-    assert set_double(ros, 'policy_server', 'extra_latency_s', 0.3).successful
+    assert set_parameter(ros, 'policy_server', 'extra_compute_s', 0.0).successful
+    assert set_parameter(ros, 'policy_server', 'extra_latency_s', 0.3).successful
     sent = time.monotonic()
     robot.request(session, 6)
     held = robot.answer(6)
@@ -159,13 +159,13 @@ def test_demo_policy_admission_serving_and_bad_input(processes, ros, transport):
     timed_s = (held.queue_wait_ms + held.preprocess_ms + held.inference_ms
                + held.postprocess_ms) / 1000.0
     assert time.monotonic() - sent >= timed_s + 0.3
-    assert not set_double(ros, 'policy_server', 'extra_latency_s', -1.0).successful
-    assert set_double(ros, 'policy_server', 'extra_latency_s', 0.0).successful
+    assert not set_parameter(ros, 'policy_server', 'extra_latency_s', -1.0).successful
+    assert set_parameter(ros, 'policy_server', 'extra_latency_s', 0.0).successful
 
     # One client at most; a silent client is released when another needs the slot.
     other = robot.admit(caps, client_name='/other_executor')
     assert not other.success and 'server full: max_clients=1' in other.message
-    assert set_double(ros, 'policy_server', 'idle_timeout_s', 0.5).successful
+    assert set_parameter(ros, 'policy_server', 'idle_timeout_s', 0.5).successful
     spinner.spin_for(0.7)
     other = robot.admit(caps, client_name='/other_executor')
     assert other.success, other.message

@@ -28,7 +28,7 @@ import time
 
 from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import PoseStamped
-from node_fixtures import EXECUTOR, set_double
+from node_fixtures import EXECUTOR, set_parameter
 import numpy as np
 from rclpy.action import ActionClient
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -204,7 +204,7 @@ def test_question_and_subtask_hold_the_arm_and_resume_from_a_fresh_capture(proce
 
     # The server lost while an answer is pending: the query faults with a named reason, the
     # arm holds from the pause (no buffered step is dispatched) and then goes home.
-    assert set_double(ros, 'policy_server', 'extra_text_s', 30.0).successful
+    assert set_parameter(ros, 'policy_server', 'extra_text_s', 30.0).successful
     answered = server.output().count('question answered')
     watch.feedback.clear()
     future = client.send_goal_async(Query.Goal(kind='question', text='is the cube held?'),

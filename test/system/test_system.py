@@ -25,10 +25,9 @@ counts, states and orderings with wide margins.
 import os
 import pathlib
 
+from node_fixtures import set_parameter
 import numpy as np
 import pytest
-from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
 from remote_inference.msg import ExecutorStatus, HardwareInfo
 from sensor_msgs.msg import JointState
 from timing_rules import refill_rule_explains, seconds
@@ -85,12 +84,6 @@ class System:
         for subscription in self.subscriptions:
             self.node.destroy_subscription(subscription)
 
-    def set_parameter(self, node_name, name, value):
-        client = self.node.create_client(SetParameters, f'/{node_name}/set_parameters')
-        request = SetParameters.Request(parameters=[Parameter(name=name, value=ParameterValue(
-            type=ParameterType.PARAMETER_DOUBLE, double_value=value))])
-        return self.spinner.call(client, request).results[0]
-
 
 @pytest.fixture
 def system(processes, ros):
@@ -112,7 +105,7 @@ def system(processes, ros):
 MARGIN = {'refill_seconds': 0.6}
 
 
-def test_refill_seconds_set_on_the_running_system_changes_request_cadence(system):
+def test_refill_seconds_set_on_the_running_system_changes_request_cadence(system, ros):
     run = system(server={'extra_latency_s': 0.05})
     run.wait_state('RUNNING')
     run.spinner.until(lambda: run.last().chunks_accepted >= 2, 30, 'two chunks')
@@ -126,7 +119,7 @@ def test_refill_seconds_set_on_the_running_system_changes_request_cadence(system
         return (last.requests - first.requests) / elapsed
 
     slow = request_rate()
-    result = run.set_parameter('executor', 'refill_seconds', 1.3)
+    result = set_parameter(ros, 'executor', 'refill_seconds', 1.3)
     assert result.successful, result.reason
     run.spinner.spin_for(0.5)
     fast = request_rate()
