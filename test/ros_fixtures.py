@@ -33,8 +33,9 @@ import time
 
 import yaml
 
-from remote_inference_py.common.node_main import STACKS_SIGNAL, TEARDOWN_HUNG
-from remote_inference_py.common.process import owned_segments, remove_segments  # noqa: F401
+from remote_inference_py.common.node_main import TEARDOWN_HUNG
+from remote_inference_py.common.process import (  # noqa: F401 (conftest imports them here)
+    communicate_bounded, owned_segments, remove_segments, STACKS_SIGNAL, STACKS_WAIT_S)
 from remote_inference_py.transport import frame_ring
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -47,8 +48,6 @@ PEERS = pathlib.Path(__file__).resolve().parent / 'peers'
 BATCH_NICENESS = 10
 # A message a test sends to a node again until the node shows it got it (``repeat`` below).
 REPEAT_S = 0.25
-# After STACKS_SIGNAL, the time a node (even a loaded one) gets to print its stacks [s].
-STACKS_WAIT_S = 2.0
 
 
 def batch_priority():
@@ -226,6 +225,24 @@ def ask_stacks(processes):
         process.proc.send_signal(STACKS_SIGNAL)
     if running:
         time.sleep(STACKS_WAIT_S)
+
+
+def run_module(module, *args, timeout, env=None):
+    """
+    Run ``python -m MODULE ARGS`` to its end; return the CompletedProcess (text output).
+
+    One still running after `timeout` prints its stacks (the console scripts' main() asks
+    for them), is killed, and the test fails with what it printed: where it hung, not only
+    that it did.
+    """
+    env = {k: v for k, v in (env or os.environ).items() if k != '_ROS_WHEELS_BOOTSTRAP_COMPLETE'}
+    proc = subprocess.Popen([sys.executable, '-m', module, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    stdout, stderr, ended = communicate_bounded(proc, timeout)
+    if not ended:
+        raise AssertionError(f'python -m {module} still running after {timeout} s; its output, '
+                             f'then where it was:\n{stdout[-3000:]}\n{stderr[-6000:]}')
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
 class Spinner:

@@ -57,6 +57,7 @@ import time
 from typing import Dict
 
 from remote_inference_py import bringup
+from remote_inference_py.common.process import print_stacks_on_request
 from remote_inference_py.executor.config import from_parameters_file
 
 EXPERT = 'expert'
@@ -166,6 +167,7 @@ def node_argv(lib_dir, node, extra):
 
 def main(argv=None):
     """Run the simulated system, record it, summarise it; exit non-zero if it failed."""
+    print_stacks_on_request()
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--policy', default=EXPERT,
                         help=f'{EXPERT} (default: the scripted pick), {DEMO} (the built-in '

@@ -21,7 +21,6 @@ names it, prints every thread's stack, removes its shared-memory segments and ex
 (``ros_fixtures.teardown_deadlocked``).
 """
 
-import faulthandler
 import signal
 import sys
 import threading
@@ -30,7 +29,8 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
-from remote_inference_py.common.node_main import destroy_bounded, STACKS_SIGNAL
+from remote_inference_py.common.node_main import destroy_bounded
+from remote_inference_py.common.process import print_stacks_on_request
 
 
 def spin(node_class):
@@ -41,7 +41,7 @@ def spin(node_class):
     of a loaded test run was still alive 20 s after SIGINT, three times in eight runs, before
     any teardown began.
     """
-    faulthandler.register(STACKS_SIGNAL, file=sys.__stderr__, all_threads=True)   # as nodes
+    print_stacks_on_request()   # as nodes do
     rclpy.init(args=sys.argv, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

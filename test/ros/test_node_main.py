@@ -26,8 +26,8 @@ import psutil
 from ros_fixtures import clean_dead_segments, teardown_deadlocked
 
 from remote_inference_py.common.node_main import (
-    REPEAT_WINDOW_S, STACKS_SIGNAL, stop_with_parent, STOP_WITH_PARENT_ENV, StopSignals,
-    TEARDOWN_HUNG)
+    REPEAT_WINDOW_S, stop_with_parent, STOP_WITH_PARENT_ENV, StopSignals, TEARDOWN_HUNG)
+from remote_inference_py.common.process import STACKS_SIGNAL
 
 NODE = textwrap.dedent("""
     import gc

@@ -21,19 +21,15 @@ features is refused before the arm moves.
 import json
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
+from ros_fixtures import run_module
 
 from remote_inference_py.analysis.bag import read_bag
 
 
-def run(*args, timeout=300):
-    env = {k: v for k, v in os.environ.items() if k != '_ROS_WHEELS_BOOTSTRAP_COMPLETE'}
-    env['HF_HUB_OFFLINE'] = '1'
-    return subprocess.run([sys.executable, '-m', *args], capture_output=True, text=True,
-                          env=env, timeout=timeout)
+def run(module, *args, timeout=300):
+    return run_module(module, *args, timeout=timeout, env={**os.environ, 'HF_HUB_OFFLINE': '1'})
 
 
 def dispatched_ticks(stdout):

@@ -14,21 +14,17 @@
 
 """The main job (``./run demo``) runs the whole simulated system and reports it."""
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
+from ros_fixtures import run_module
 
 from remote_inference_py.analysis.bag import read_bag
 from remote_inference_py.analysis.summary import stamped
 
 
 def run_demo(*args, timeout=240):
-    env = {k: v for k, v in os.environ.items() if k != '_ROS_WHEELS_BOOTSTRAP_COMPLETE'}
-    return subprocess.run([sys.executable, '-m', 'remote_inference_py.demo', *args],
-                          capture_output=True, text=True, env=env, timeout=timeout)
+    return run_module('remote_inference_py.demo', *args, timeout=timeout)
 
 
 def row(stdout, name):

@@ -33,10 +33,12 @@ from remote_inference_py.analysis.bag import read_bag
 from remote_inference_py.analysis.frames import write_frames
 from remote_inference_py.analysis.plot import plot_run
 from remote_inference_py.analysis.summary import format_summary, summarize
+from remote_inference_py.common.process import print_stacks_on_request
 
 
 def main(argv=None):
     """Analyse one bag; exit 1 with a message naming the problem if it cannot."""
+    print_stacks_on_request()
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('bag', help='rosbag2 folder')
     parser.add_argument('--namespace', default='', help='robot namespace, e.g. /robot1')

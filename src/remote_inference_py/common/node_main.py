@@ -70,7 +70,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from remote_inference_py.common.process import (
-    owned_segments, remove_segments, tune_allocator)
+    owned_segments, print_stacks_on_request, remove_segments, tune_allocator)
 
 
 class ConfigError(ValueError):
@@ -78,7 +78,6 @@ class ConfigError(ValueError):
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-STACKS_SIGNAL = signal.SIGUSR1   # prints every thread's stack; the node goes on
 REPEAT_WINDOW_S = 1.0
 STOP_WITH_PARENT_ENV = 'REMOTE_INFERENCE_STOP_WITH_PARENT'
 PR_SET_PDEATHSIG = 1
@@ -194,7 +193,7 @@ def run_node(node_factory, args=None, config_errors=()):
     configuration, like :class:`ConfigError` (exit 2).
     """
     tune_allocator()
-    faulthandler.register(STACKS_SIGNAL, file=sys.__stderr__, all_threads=True)
+    print_stacks_on_request()
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as error:  # noqa: B902 - rcl's parse errors are RCLError (private)

@@ -21,11 +21,21 @@ trip. Raising the mmap and trim thresholds keeps them in the heap; round trips w
 faster on every transport on our machines (``bench/bench_transport.py`` measures both). Nodes
 call :func:`tune_allocator` first thing in ``main()``, so users get this without setting
 ``MALLOC_*`` variables themselves.
+
+A process that seems stuck can be asked where it is: after :func:`print_stacks_on_request`,
+``kill -USR1 <pid>`` prints every thread's Python stack to its stderr (faulthandler, which
+needs no GIL) and the process goes on. The nodes do it in ``run_node``; ``analyze``, the
+demo, the evaluation and the closed loop do it first thing in ``main()``, and
+:func:`communicate_bounded` asks a child past its bound for them before it kills it.
 """
 
 import ctypes
 import ctypes.util
+import faulthandler
 import os
+import signal
+import subprocess
+import sys
 
 # mallopt parameter numbers from <malloc.h>.
 M_TRIM_THRESHOLD = -1
@@ -36,6 +46,37 @@ TRIM_THRESHOLD_BYTES = 256 * 1024 * 1024
 
 # Setting this variable to 0 leaves glibc's defaults (for benchmarks that compare both).
 DISABLE_VARIABLE = 'REMOTE_INFERENCE_TUNE_MALLOC'
+
+STACKS_SIGNAL = signal.SIGUSR1   # prints every thread's stack; the process goes on
+STACKS_WAIT_S = 2.0              # how long a process (even a loaded one) gets to print them [s]
+
+
+def print_stacks_on_request():
+    """Print every thread's stack to stderr on STACKS_SIGNAL, and go on (see the module)."""
+    faulthandler.register(STACKS_SIGNAL, file=sys.__stderr__, all_threads=True)
+
+
+def communicate_bounded(process, timeout_s, kill=None):
+    """
+    Wait for `process` (a Popen with text pipes); return ``(stdout, stderr, ended)``.
+
+    A process still running after `timeout_s` is asked for its stacks (STACKS_SIGNAL), gets
+    STACKS_WAIT_S to print them, and is killed (``kill(process)``, default
+    ``process.kill()``); ``ended`` is then False, and what it printed says where it hung.
+    """
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+        return stdout, stderr, True
+    except subprocess.TimeoutExpired:
+        pass
+    process.send_signal(STACKS_SIGNAL)
+    try:
+        stdout, stderr = process.communicate(timeout=STACKS_WAIT_S)
+        return stdout, stderr, False   # it ended by itself meanwhile
+    except subprocess.TimeoutExpired:
+        (kill or type(process).kill)(process)
+    stdout, stderr = process.communicate()
+    return stdout, stderr, False
 
 
 def tune_allocator():

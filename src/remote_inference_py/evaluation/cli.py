@@ -49,6 +49,7 @@ import sys
 import time
 from typing import Optional, Sequence
 
+from remote_inference_py.common.process import print_stacks_on_request
 from remote_inference_py.evaluation import matrix, paired, settings as eval_settings, stats
 from remote_inference_py.evaluation.task import episode_seeds, TaskConfig
 
@@ -149,6 +150,7 @@ def _plot_traces(trace_dir: pathlib.Path) -> list:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the evaluation; return the exit code."""
+    print_stacks_on_request()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.explain:

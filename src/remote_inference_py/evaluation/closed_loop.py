@@ -47,6 +47,8 @@ import subprocess
 import sys
 import types
 
+from remote_inference_py.common.process import communicate_bounded, print_stacks_on_request
+
 REPO_ID = 'local/closed_loop'
 
 
@@ -57,17 +59,15 @@ STEP_TIMEOUT_S = {'record': 240.0, 'train': 400.0, 'serve': 200.0}
 def run(args, what, timeout_s, check=True):
     """Run a step in a process group of its own; return it done, or raise RuntimeError.
 
-    A step still running after ``timeout_s`` is ended with its whole group (the demo's nodes
-    with it) and named; with ``check``, so is a step that exits non-zero.
+    A step still running after ``timeout_s`` prints its stacks, is ended with its whole group
+    (the demo's nodes with it) and named; with ``check``, so is a step that exits non-zero.
     """
     print(f'closed_loop: {what}', flush=True)
     process = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
+    stdout, stderr, ended = communicate_bounded(
+        process, timeout_s, kill=lambda p: os.killpg(p.pid, signal.SIGKILL))
+    if not ended:   # its stderr ends with where each of its threads was
         raise RuntimeError(f'{what} did not end within {timeout_s:.0f} s:\n{stdout[-3000:]}\n'
                            f'{stderr[-3000:]}')
     if check and process.returncode != 0:
@@ -99,6 +99,7 @@ def train(dataset, output, steps, chunk):
 
 def main(argv=None):
     """Record, train, serve; exit 1 naming the step that failed."""
+    print_stacks_on_request()
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--out', required=True, help='folder of the dataset, training, runs')
     parser.add_argument('--episodes', type=int, default=2, help='episodes recorded')
