@@ -24,7 +24,8 @@ from ros_fixtures import INSTALL_LIB
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from remote_inference_py.analysis.bag import read_bag, typestore
-from remote_inference_py.analysis.record import Recorder
+from remote_inference_py.analysis.record import (
+    HEARD_TOPICS, Recorder, START_TOPICS, start_waits_for)
 from remote_inference_py.analysis.summary import header_ns, summarize, turnarounds
 from remote_inference_py.executor.refill import STEADY_WINDOW
 from remote_inference_py.transport import qos
@@ -101,6 +102,31 @@ def test_analyze_reads_sqlite3_bags_and_names_bad_input(tmp_path):
                             capture_output=True, text=True)
     assert result.returncode == 1
     assert 'missing' in result.stderr and 'rosbag2' in result.stderr
+
+
+def test_the_executor_is_started_once_each_writer_matched_and_each_writing_node_was_heard():
+    everything = {topic: 1 for topic in START_TOPICS + HEARD_TOPICS}
+    assert start_waits_for(everything, everything) == []
+    assert start_waits_for({**everything, 'policy/chunk': 0}, everything) == [
+        'policy/chunk (no publisher)']
+    # Matched from this side, the server not heard yet: its chunk writer may not match us yet.
+    assert start_waits_for(everything, {**everything, 'policy/presence': 0}) == [
+        'policy/presence (matched, nothing received yet)']
+    # A server too old to publish presence is not waited for.
+    assert start_waits_for({**everything, 'policy/presence': 0},
+                           {**everything, 'policy/presence': 0}) == []
+
+
+def test_the_readers_of_the_heard_topics_are_created_last(ros, tmp_path):
+    node, _ = ros
+    recorder = Recorder(node, tmp_path / 'bag')
+    try:
+        created = list(recorder.subscriptions)   # in the order they were created
+        assert created[-len(HEARD_TOPICS):] == [f'/{t}' for t in sorted(HEARD_TOPICS)]
+        assert set(created[:-len(HEARD_TOPICS)]) >= {f'/{t}' for t in START_TOPICS
+                                                     if t not in HEARD_TOPICS}
+    finally:
+        recorder.close()
 
 
 def test_a_recorder_that_falls_behind_still_gets_the_turnaround(processes, ros, tmp_path):

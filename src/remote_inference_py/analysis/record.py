@@ -32,9 +32,10 @@ graph, so the bag holds the return to the initial position and the final states,
 
 With ``start_executor`` (the launch sets it with ``record:=true``, the executor's ``autostart``
 off) it calls ``executor/start`` once its subscriptions have matched a publisher of each topic
-the run is made of (:data:`START_TOPICS`), instead of missing everything before they matched.
-(Matching is seen from this side: a publisher that matches this node later can still lose
-its first message.)
+the run is made of (:data:`START_TOPICS`), instead of missing everything before they matched,
+and once it has heard each node that writes them (:func:`start_waits_for`): matching is seen
+from each side on its own, and a writer that matched this node's reader later than the reader
+matched it lost its first message (a bag once missed the run's first chunk so).
 
 With ``record_images`` (``record_images:=true`` at launch) it also records every camera as
 JPEG: it subscribes to each ``cameras/<name>/image_raw/compressed`` topic as it appears in the
@@ -67,6 +68,33 @@ def message_class(type_name):
 
 RECORD_DEPTH = 100
 
+# What a run is made of: with start_executor, motion starts once each has a matched publisher.
+START_TOPICS = tuple(t.name for t in (bringup.STATUS, bringup.JOINT_COMMANDS, bringup.REQUEST,
+                                      bringup.CHUNK, bringup.JOINT_STATES))
+# The topic each node writing one of START_TOPICS writes all the time (executor, policy server,
+# hardware interface): their readers are created last (see start_waits_for).
+HEARD_TOPICS = tuple(t.name for t in (bringup.STATUS, bringup.PRESENCE, bringup.JOINT_STATES))
+
+
+def start_waits_for(publishers, received):
+    """
+    Return what starting the executor still waits for (empty: start now).
+
+    `publishers` and `received`: each recorded topic's matched publishers and messages so far.
+    A topic of :data:`START_TOPICS` needs a matched publisher. Matching is seen from each side
+    on its own: a writer that has not matched this node's reader yet sends it nothing. So a
+    node writing one also needs to have been heard on its :data:`HEARD_TOPICS` topic, whose
+    reader :class:`Recorder` creates after the others: a participant learns of another's
+    readers in the order they were announced (a reliable stream), and a message received there
+    means that node's writers have matched every earlier reader too. A topic of HEARD_TOPICS
+    with no publisher (a server too old to publish presence) is not waited for.
+    """
+    waiting = [f'{topic} (no publisher)' for topic in START_TOPICS
+               if not publishers.get(topic, 0)]
+    waiting += [f'{topic} (matched, nothing received yet)' for topic in HEARD_TOPICS
+                if publishers.get(topic, 0) and not received.get(topic, 0)]
+    return waiting
+
 
 def deep(profile, depth=RECORD_DEPTH):
     """Return ``profile`` with a reader queue of at least ``depth`` messages.
@@ -94,7 +122,7 @@ class Recorder:
         types = bringup.topic_types()
         roles = {t.name: t.qos for n in bringup.NODES for t in n.publishes}
         prefix = '/' + namespace.strip('/') if namespace.strip('/') else ''
-        for topic in topics:
+        for topic in sorted(topics, key=lambda name: name in HEARD_TOPICS):   # those last
             full = f'{prefix}/{topic}'
             self.writer.add_topic(full, types[topic])
             self.counts[full] = 0
@@ -162,9 +190,6 @@ class ExecutorStarter:
 
 # Publishers whose presence means the robot side still runs (and may still move).
 ROBOT_SIDE_TOPICS = (bringup.STATUS.name, bringup.HARDWARE_INFO.name, bringup.JOINT_STATES.name)
-# What a run is made of: with start_executor, motion starts once each has a matched publisher.
-START_TOPICS = tuple(t.name for t in (bringup.STATUS, bringup.JOINT_COMMANDS, bringup.REQUEST,
-                                      bringup.CHUNK, bringup.JOINT_STATES))
 # How long before the recorder says which of START_TOPICS it still waits for [s].
 START_WAIT_SAY_S = 30.0
 PARAMETERS = (
@@ -177,9 +202,9 @@ PARAMETERS = (
               'this long at most.', unit='s', low=0.0, high=3600.0, live=True),
     ParamSpec('start_executor', 'bool', False,
               'Call executor/start once a publisher of each topic a run is made of (executor '
-              'status, commands and requests, chunks, joint states) matched, so the bag holds '
-              "the run from its first request (record:=true sets it and turns the executor's "
-              'autostart off).'),
+              'status, commands and requests, chunks, joint states) matched and each node '
+              'writing them was heard, so the bag holds the run from its first request '
+              "(record:=true sets it and turns the executor's autostart off)."),
 )
 
 
@@ -216,19 +241,24 @@ class RecorderNode(Node):
         self.get_logger().info(f'recording {len(self.recorder.counts)} topics to {bag_dir}')
 
     def start_when_matched(self):
-        """Start the executor once every topic of :data:`START_TOPICS` has a publisher."""
+        """Start the executor once :func:`start_waits_for` waits for nothing more."""
         since, timer = self.start_wait
-        waiting = [topic for topic in START_TOPICS if self.recorder.subscriptions[
-            f'{self.prefix}/{topic}'].get_publisher_count() == 0]
+        topics = {topic: f'{self.prefix}/{topic}' for topic in START_TOPICS + HEARD_TOPICS}
+        with self.recorder.lock:
+            received = {topic: self.recorder.counts[full] for topic, full in topics.items()}
+        waiting = start_waits_for(
+            {topic: self.recorder.subscriptions[full].get_publisher_count()
+             for topic, full in topics.items()}, received)
         if not waiting:
             timer.cancel()
-            self.get_logger().info('every topic of the run has matched')
+            self.get_logger().info('every topic of the run has matched, and each node writing '
+                                   'them was heard')
             self.starter.start()
         elif since is not None and time.monotonic() - since > START_WAIT_SAY_S:
             self.start_wait = (None, timer)
             self.get_logger().warning(
-                f'the executor is not started yet: no publisher of {", ".join(waiting)} '
-                f'within {START_WAIT_SAY_S:.0f} s')
+                f'the executor is not started yet: waiting for {", ".join(waiting)} '
+                f'for {START_WAIT_SAY_S:.0f} s')
 
     def find_cameras(self):
         """Subscribe to camera JPEG topics that appeared since the last look."""
