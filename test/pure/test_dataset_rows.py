@@ -184,11 +184,40 @@ def test_a_camera_late_before_the_episode_delays_it_and_blocks_nothing():
     first = T0 + round(0.8 * FPS) * PERIOD        # the first tick with a frame after the gap
     assert rows[0].stamp_ns == first
     assert [r.stamp_ns for r in rows] == [ns for ns, _, _ in expected_rows() if ns >= first]
-    assert builder.counts['no_observation'] == round(0.3 * FPS)   # 0.5 s to 0.8 s
+    # Frames had come before the gap: too old, not missing from the start.
+    assert builder.counts['stale_observation'] == round(0.3 * FPS)   # 0.5 s to 0.8 s
+    assert builder.counts['no_observation'] == 0
     # The log says why, once: the stream and its samples around the first tick left out.
     assert builder.notes == [
         "camera 'front': a tick left out (no frame within camera_timeout_s; newest before "
         '-338.3 ms of the tick; 0 rows recorded before it)'], builder.notes
+
+
+def test_a_frame_too_old_after_a_pause_is_not_counted_as_never_come():
+    # A clean-clone run: the recorder had its first frame, then the host paused every process
+    # for 2 s and the renderer's next frame came 151 ms after the first tick. That tick is
+    # left out (a 2 s old frame is no observation of it), counted as too old: "before every
+    # observation had come" is kept for ticks before a stream's very first sample.
+    events, builder = build(Spec(pause_s=(0.3, 2.4), camera_gap_s=(0.3, 2.55)))
+    rows = [e for e in events if isinstance(e, Row)]
+    resumed, first_frame = 72, 77                  # ticks: 2.4 s, the first at or after 2.55 s
+    assert rows and rows[0].stamp_ns == T0 + first_frame * PERIOD
+    assert builder.counts['stale_observation'] == first_frame - resumed
+    assert builder.counts['no_observation'] == 0
+    # The first tick's joint state was let go too (nothing is stamped during the pause).
+    joints, camera = builder.notes
+    assert joints.startswith('joint_states: a tick left out (its sample was let go; newest '
+                             'before -2120.0 ms'), joints
+    assert camera.startswith("camera 'front': a tick left out (its frame was let go; newest "
+                             'before -2171.7 ms, next +128.3 ms'), camera
+
+
+def test_ticks_before_a_streams_first_sample_are_counted_as_never_come():
+    events, builder = build(Spec(camera_gap_s=(0.0, 0.8)), camera_timeout_s=0.1)
+    rows = [e for e in events if isinstance(e, Row)]
+    assert rows[0].stamp_ns == T0 + round(0.8 * FPS) * PERIOD
+    assert builder.counts['no_observation'] == round(0.3 * FPS)   # RUNNING from 0.5 s
+    assert builder.counts['stale_observation'] == 0
 
 
 @pytest.mark.parametrize('lag_s, awaited', [(0.9, True), (1.1, False)])

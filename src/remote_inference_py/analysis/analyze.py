@@ -115,6 +115,7 @@ def write_dataset(options):
           f'{writer.frames_saved} frames saved; ticks left out: {counts["held_or_starved"]} '
           f'held or starved, {counts["returning"]} returning home, {counts["outside_run"]} '
           f'outside a run, {counts["no_observation"]} before every observation had come, '
+          f'{counts["stale_observation"]} with an observation too old, '
           f"{counts['between_episodes']} between episodes (the operator's reset)")
     for error in writer.errors:
         print(f'analyze: dataset: {error}', file=sys.stderr)

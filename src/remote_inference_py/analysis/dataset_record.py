@@ -354,7 +354,8 @@ class DatasetRecorderNode(Node):
             f'{self.writer.episodes_saved} episodes, {self.writer.frames_saved} frames saved; '
             f'left out: {counts["held_or_starved"]} held or starved ticks, '
             f'{counts["returning"]} returning home, {counts["no_observation"]} before every '
-            f'observation had come, {counts["between_episodes"]} between episodes (the '
+            f'observation had come, {counts["stale_observation"]} with an observation too '
+            f'old, {counts["between_episodes"]} between episodes (the '
             f"operator's reset), {self.writer.dropped} dropped (the writer fell behind)")
         if errors:
             self.exit_code = 1

@@ -313,7 +313,8 @@ class RowBuilder:
         self._recording = True
         self.notes: List[str] = []    # what was not recorded and why, for the log
         self.counts = {'rows': 0, 'held_or_starved': 0, 'returning': 0, 'outside_run': 0,
-                       'no_observation': 0, 'episodes': 0, 'intervention': 0,
+                       'no_observation': 0, 'stale_observation': 0, 'episodes': 0,
+                       'intervention': 0,
                        'human_left_out': 0, 'between_episodes': 0}
         self.state_names = tuple(j for s in schema.states for j in s.joints)
 
@@ -510,16 +511,20 @@ class RowBuilder:
         events.append(Row(stamp, frame, image_stamps))
         return events
 
-    def _no_observation(self, stamp: int, what: str, stream: _Stream,
-                        why: str = 'nothing captured at or before it') -> list:
+    def _no_observation(self, stamp: int, what: str, stream: _Stream, why: str = '') -> list:
         """Count a tick left out for a missing observation; note the first of each kind.
 
-        The note names the stream and its samples around the tick (stamps relative to it),
-        so a row left out at the start of a run says what had not come.
+        ``no_observation``: nothing of the stream was captured at or before the tick (the
+        run began before its first sample). ``stale_observation``: the newest sample is older
+        than a row may use (a camera's gap, or a host that paused every process longer than
+        samples are kept). The note names the stream and its samples around the tick (stamps
+        relative to it), so a row left out says what had not come.
         """
-        self.counts['no_observation'] += 1
+        before = stream.stamp_at(stamp)
+        self.counts['no_observation' if before is None else 'stale_observation'] += 1
+        why = why or ('nothing captured at or before it' if before is None
+                      else 'its sample was let go')
         if not any(note.startswith(f'{what}: ') for note in self.notes):
-            before = stream.stamp_at(stamp)
             after = stream.stamps[bisect.bisect_right(stream.stamps, stamp):][:1]
             around = ', '.join(f'{label} {(value - stamp) / 1e6:+.1f} ms' for label, value in (
                 ('newest before', before), ('next', after[0] if after else None))
