@@ -314,8 +314,7 @@ class RowBuilder:
         self.notes: List[str] = []    # what was not recorded and why, for the log
         self.counts = {'rows': 0, 'held_or_starved': 0, 'returning': 0, 'outside_run': 0,
                        'no_observation': 0, 'stale_observation': 0, 'episodes': 0,
-                       'intervention': 0,
-                       'human_left_out': 0, 'between_episodes': 0}
+                       'intervention': 0, 'human_left_out': 0, 'between_episodes': 0}
         self.state_names = tuple(j for s in schema.states for j in s.joints)
 
     # ---- messages in --------------------------------------------------------------------
