@@ -34,7 +34,7 @@ import time
 import yaml
 
 from remote_inference_py.common.node_main import TEARDOWN_HUNG
-from remote_inference_py.common.process import (  # noqa: F401 (conftest imports them here)
+from remote_inference_py.common.process import (  # noqa: F401 (segment helpers for conftest)
     communicate_bounded, owned_segments, remove_segments, STACKS_SIGNAL, STACKS_WAIT_S)
 from remote_inference_py.transport import frame_ring
 
