@@ -84,7 +84,8 @@ TASK = Topic('executor/task', 'std_msgs/msg/String', 'latched')
 # stamp, and frame_id 'start' or 'end'; the bag keeps them so a bag gives the same episodes.
 DATASET_EPISODES = Topic('dataset/episodes', 'std_msgs/msg/Header', 'latched')
 # The dataset recorder's state: 'recording' once a first frame of every camera and the joint
-# states have come (the first tick will have its observation), or 'refused: <why>'.
+# states have come (the first tick will have its observation) and each node writing the run's
+# topics was heard (its first tick will reach the recorder), or 'refused: <why>'.
 DATASET_STATE = Topic('dataset/state', 'std_msgs/msg/String', 'latched')
 
 NODES = (

@@ -262,8 +262,8 @@ def main(argv=None):
     from remote_inference_py.transport.values import stamp_ns
 
     extra = {
-        # Started by this script once the recorder hears every topic, so the bag holds the
-        # whole run from the first command.
+        # Started by this script once every topic of the bag matched and each node writing
+        # them was heard (record's rule), so the bag holds the whole run from the first command.
         'executor': {'autostart': False, 'chunk_merge': options.merge,
                      'synchronous': options.synchronous},
         'policy_server': {'extra_compute_s': options.latency},   # the policy thinks this long
@@ -301,7 +301,7 @@ def main(argv=None):
                        msg.pose.position.z) and not lifted_at:
             lifted_at.append(time.monotonic())
     node.create_subscription(PoseStamped, 'sim/cube_pose', on_cube_pose, qos.JOINT_STATES)
-    dataset_state = []   # the recorder's: 'recording' once it has every first frame
+    dataset_state = []   # the recorder's: 'recording' once it can record the first tick
     node.create_subscription(String, bringup.DATASET_STATE.name,
                              lambda msg: dataset_state.append(msg.data), qos.LATCHED)
     recorder = Recorder(node, out / 'bag')
@@ -347,17 +347,20 @@ def main(argv=None):
         return any(p.poll() is not None for p in procs.values())
 
     def dataset_ready():
-        """Return True once the dataset recorder has a first frame of everything it records."""
+        """Return True once the dataset recorder can record the first tick (dataset/state)."""
         return not options.dataset or 'recording' in dataset_state
 
     def dataset_refusal():
         """Return the dataset recorder's 'refused: <why>', or ''."""
         return next((s for s in dataset_state if s.startswith('refused: ')), '')
 
+    def bag_ready():
+        return not recorder.unmatched() and not recorder.start_waits()
+
     def start_executor():
         """Wait for admission and recorders, start; return '' or which wait ran out."""
         waited = spin_until(lambda: statuses and statuses[-1].state_name == 'READY'
-                            and not recorder.unmatched() and dataset_ready()
+                            and bag_ready() and dataset_ready()
                             or dataset_refusal() or any_exited(), 150)
         if options.dataset and exited('dataset_recorder'):
             spin_until(dataset_refusal, 2.0)   # its last state may still be queued here
@@ -366,8 +369,8 @@ def main(argv=None):
         if not waited or any_exited():
             waits = [what for what, done in (
                 ('the executor READY', statuses and statuses[-1].state_name == 'READY'),
-                ("the bag's topics", not recorder.unmatched()),
-                ("the dataset recorder's first frames", dataset_ready())) if not done]
+                ("the bag's topics", bag_ready()),
+                ("the dataset recorder's 'recording'", dataset_ready())) if not done]
             return f'no {", ".join(waits)} within 150 s' if waits else 'a node exited'
         client = node.create_client(Trigger, 'executor/start')
         if not spin_until(client.service_is_ready, 30):

@@ -21,12 +21,16 @@ Record a run as a LeRobot dataset while it runs: ``record_dataset:=<folder>`` at
 A node of its own, in its own process, fed by topics: motion never waits on it. It asks the
 policy server what the policy consumes (``policy/get_capabilities``) and the hardware what its
 cameras publish (``hardware/info``), checks the dataset folder (another dataset's features, fps
-or robot type is refused by name) and opens it with LeRobot; then it subscribes, and with
+or robot type is refused by name) and opens it with LeRobot; then it subscribes, and
 recording is ready once a first frame of every camera and the joint states have come (nothing
-of one within ``CAMERA_WAIT_S``: refused by name); it says so on the latched ``dataset/state``
-(``recording``, or ``refused: <why>``) and, with ``start_executor`` (the launch sets it, with
-the executor's ``autostart`` off), starts the executor then, so the arm moves only once
-recording can and the first tick has its observation. Refused, it exits 1 and the executor is
+of one within ``CAMERA_WAIT_S``: refused by name) and, as for the bag of ``record``, once its
+subscriptions have matched a publisher of each topic a run is made of and each node writing
+them was heard (:func:`~.record.start_waits_for`: a writer that matched this node's reader
+late would lose the run's first commands, and the live dataset would be a row short of the
+bag's); it says so on the latched ``dataset/state`` (``recording``, or ``refused: <why>``)
+and, with ``start_executor`` (the launch sets it, with the executor's ``autostart`` off),
+starts the executor then, so the arm moves only once recording can and the first tick has
+its observation. Refused, it exits 1 and the executor is
 never started. Rows are built by :mod:`.dataset_rows` (the same code as ``analyze BAG
 --dataset``) and written by :mod:`.dataset_writer` on a thread behind a bounded queue: rows the
 writer has no room for are dropped and counted, never waited for.
@@ -42,7 +46,8 @@ import time
 
 from rclpy.duration import Duration
 from rclpy.node import Node
-from remote_inference.msg import ActionChunk, ExecutorStatus, HardwareInfo, InferenceRequest
+from remote_inference.msg import (
+    ActionChunk, ExecutorStatus, HardwareInfo, InferenceRequest, ServerPresence)
 from remote_inference.srv import GetCapabilities
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Header, String
@@ -52,7 +57,8 @@ from remote_inference_py import bringup
 from remote_inference_py.analysis.dataset_rows import (
     camera_name, EpisodeEnd, feed, image_array, RowBuilder, schema_from_capabilities,
     SchemaError, stamp_ns)
-from remote_inference_py.analysis.record import deep, ExecutorStarter
+from remote_inference_py.analysis.record import (
+    deep, ExecutorStarter, HEARD_TOPICS, START_WAIT_SAY_S, start_waits_for)
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import declare_parameters, ParamSpec
 from remote_inference_py.common.service_call import RetriedCall
@@ -74,9 +80,10 @@ PARAMETERS = (
               low=0.05, high=60.0),
     ParamSpec('queue_rows', 'int', 256, 'Rows waiting for the writer; beyond, rows are '
               'dropped and counted.', low=1, high=100000),
-    ParamSpec('start_executor', 'bool', False, 'Call executor/start once the dataset is open '
-              'and a first frame of every camera and the joint states came (the launch sets '
-              "it and turns the executor's autostart off)."),
+    ParamSpec('start_executor', 'bool', False, 'Call executor/start once the dataset is open, '
+              'a first frame of every camera and the joint states came, and each node writing '
+              "the run's topics was heard (the launch sets it and turns the executor's "
+              'autostart off).'),
     ParamSpec('setup_timeout_s', 'double', 300.0, 'Give up (exit 1, nothing moved) when the '
               'policy server has not answered by then.', unit='s', low=1.0, high=3600.0),
     ParamSpec('stop_timeout_s', 'double', 30.0, 'Asked to stop, keep recording until the '
@@ -119,6 +126,9 @@ class DatasetRecorderNode(Node):
         self.heard = set()             # the cameras (and 'joint_states') a message came from
         self.needed = set()            # ... every one of them, before recording is ready
         self.observing_since = None    # since when recording waits for a first frame
+        self.readers = {}             # the run's topics: {topic: subscription}
+        self.received = {}             # ... {topic: messages received}
+        self.writers_said = False      # the wait for the run's writers was named in the log
         self.caps_call = RetriedCall(
             self.create_client(GetCapabilities, 'policy/get_capabilities'),
             GetCapabilities.Request)
@@ -260,47 +270,65 @@ class DatasetRecorderNode(Node):
                   self.get_logger().warning, logging.ERROR: self.get_logger().error}
         self.writer = DatasetWriter(dataset, log=lambda level, text: levels.get(
             level, self.get_logger().info)(text), queue_rows=self.settings['queue_rows'])
+        for camera in schema.cameras:
+            self.create_subscription(Image, f'cameras/{camera.camera}/image_raw',
+                                     lambda msg, c=camera.camera: self._image(c, msg),
+                                     deep(qos.IMAGES, IMAGE_DEPTH))
         topics = ((JointState, 'joint_commands', qos.COMMANDS),
                   (JointState, 'joint_states', qos.JOINT_STATES),
                   (ExecutorStatus, 'executor/status', qos.LATCHED),
                   (String, 'executor/task', qos.LATCHED),
                   (InferenceRequest, 'policy/request', qos.COMMANDS),
-                  (ActionChunk, 'policy/chunk', qos.CHUNKS))
-        for kind, topic, profile in topics:
-            self.create_subscription(kind, topic, lambda msg, t=topic: self._feed(t, msg),
-                                     deep(profile))
-        for camera in schema.cameras:
-            self.create_subscription(Image, f'cameras/{camera.camera}/image_raw',
-                                     lambda msg, c=camera.camera: self._image(c, msg),
-                                     deep(qos.IMAGES, IMAGE_DEPTH))
+                  (ActionChunk, 'policy/chunk', qos.CHUNKS),
+                  (ServerPresence, 'policy/presence', qos.PRESENCE))
+        # The readers of the topics each writing node is heard on last (start_waits_for).
+        for kind, topic, profile in sorted(topics, key=lambda t: t[1] in HEARD_TOPICS):
+            self.received[topic] = 0
+            self.readers[topic] = self.create_subscription(
+                kind, topic, lambda msg, t=topic: self._feed(t, msg), deep(profile))
         features = ', '.join(f'{k} {tuple(v["shape"])}' for k, v in schema.features().items())
         self.get_logger().info(f'recording dataset {self.settings["dataset_dir"]} at '
                                f'{schema.fps} fps: {features}')
         # The first tick must have its observation: the arm moves once every camera (and the
-        # joint states) has come, so the first rows are recorded as from the bag.
+        # joint states) has come and the run's writers match, so the first rows are recorded
+        # as from the bag.
         self.needed = {c.camera for c in schema.cameras} | (
             {'joint_states'} if schema.states else set())
         self.observing_since = time.monotonic()
 
     def _ready_when_observed(self):
-        """Say 'recording' (and start the executor) once everything was heard, or refuse."""
+        """Say 'recording' (and start the executor) once everything was heard, or refuse.
+
+        A camera or the joint states silent for ``CAMERA_WAIT_S`` is refused: nothing could be
+        recorded. A run's writer not matched or not heard yet (the executor or the policy
+        server still starting) is waited for, and named once after ``START_WAIT_SAY_S``.
+        """
         waiting = sorted(self.needed - self.heard)
-        if not waiting:
+        writers = start_waits_for(
+            {t: s.get_publisher_count() for t, s in self.readers.items()}, self.received)
+        waited = time.monotonic() - self.observing_since
+        if not waiting and not writers:
             self.observing_since = None
             self.state_pub.publish(String(data='recording'))
             heard = ', '.join(sorted(self.needed))
-            self.get_logger().info(f'recording: a first message of {heard} came '
-                                   '(dataset/state: recording)')
+            self.get_logger().info(f'recording: a first message of {heard} came, and each '
+                                   "node writing the run's topics was heard (dataset/state: "
+                                   'recording)')
             if self.settings['start_executor']:
                 self.starter.start()
-        elif time.monotonic() - self.observing_since > CAMERA_WAIT_S:
+        elif waiting and waited > CAMERA_WAIT_S:
             self.observing_since = None
             self._refuse(f'nothing of {", ".join(repr(w) for w in waiting)} came within '
                          f'{CAMERA_WAIT_S:.0f} s of the dataset opening')
+        elif writers and waited > START_WAIT_SAY_S and not self.writers_said:
+            self.writers_said = True
+            self.get_logger().warning(f'not recording yet: waiting for {", ".join(writers)} '
+                                      f'for {START_WAIT_SAY_S:.0f} s')
 
     # ---- messages -----------------------------------------------------------------------
 
     def _feed(self, topic, msg):
+        self.received[topic] += 1
         if topic == 'joint_states':
             self.heard.add(topic)
         self._handle(feed(self.builder, '/' + topic, msg))

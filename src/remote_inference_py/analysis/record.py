@@ -121,9 +121,9 @@ class Recorder:
         self.closed = False
         types = bringup.topic_types()
         roles = {t.name: t.qos for n in bringup.NODES for t in n.publishes}
-        prefix = '/' + namespace.strip('/') if namespace.strip('/') else ''
+        self.prefix = '/' + namespace.strip('/') if namespace.strip('/') else ''
         for topic in sorted(topics, key=lambda name: name in HEARD_TOPICS):   # those last
-            full = f'{prefix}/{topic}'
+            full = f'{self.prefix}/{topic}'
             self.writer.add_topic(full, types[topic])
             self.counts[full] = 0
             self.subscriptions[full] = node.create_subscription(
@@ -154,6 +154,15 @@ class Recorder:
         """Return the recorded topics that no publisher has matched yet."""
         return [topic for topic, subscription in self.subscriptions.items()
                 if subscription.get_publisher_count() == 0]
+
+    def start_waits(self):
+        """Return what starting the executor still waits for (:func:`start_waits_for`)."""
+        topics = {topic: f'{self.prefix}/{topic}' for topic in START_TOPICS + HEARD_TOPICS}
+        with self.lock:
+            received = {topic: self.counts.get(full, 0) for topic, full in topics.items()}
+        return start_waits_for({topic: self.subscriptions[full].get_publisher_count()
+                                for topic, full in topics.items() if full in self.subscriptions},
+                               received)
 
     def close(self):
         """Finish the bag; later messages are ignored."""
@@ -243,12 +252,7 @@ class RecorderNode(Node):
     def start_when_matched(self):
         """Start the executor once :func:`start_waits_for` waits for nothing more."""
         since, timer = self.start_wait
-        topics = {topic: f'{self.prefix}/{topic}' for topic in START_TOPICS + HEARD_TOPICS}
-        with self.recorder.lock:
-            received = {topic: self.recorder.counts[full] for topic, full in topics.items()}
-        waiting = start_waits_for(
-            {topic: self.recorder.subscriptions[full].get_publisher_count()
-             for topic, full in topics.items()}, received)
+        waiting = self.recorder.start_waits()
         if not waiting:
             timer.cancel()
             self.get_logger().info('every topic of the run has matched, and each node writing '
