@@ -270,13 +270,17 @@ def test_a_freeze_inside_the_tolerance_costs_nothing_and_one_just_above_it_is_lo
     # next request is due and just before the next presence sample (the worst moment); the
     # first, 0.2 s inside the tolerance, holds and goes on with the same session; the second,
     # 0.3 s above it, is lost, faults after the grace and returns home.
+    # Only the presence rule may end the session here, not the starvation grace: a request
+    # sent to the frozen server is, one time in three on a loaded host, lost and repaired at
+    # Fast DDS's next heartbeat, 3 s after it was sent (docs/tests.md, Time), so the executor
+    # may starve up to 3.05 s after a freeze inside the tolerance. The grace outlasts that.
     node, spinner = ros
     lease = 2.0
     tolerance = presence_tolerance(lease)
     presence = Presence(node)
     watch, arm, server, executor = start_system(
         processes, ros, server={'delay_s': 0.05, 'presence_lease_s': lease},
-        executor={'presence_lease_s': lease, 'starvation_grace_s': 3.0})
+        executor={'presence_lease_s': lease, 'starvation_grace_s': 5.0})
     spinner.until(lambda: watch.state() == 'RUNNING', 20, 'executor RUNNING')
     spinner.until(lambda: watch.last.chunks_accepted >= 2, 10, 'two chunks')
     session = watch.last.session_id
