@@ -30,10 +30,10 @@ late would lose the run's first commands, and the live dataset would be a row sh
 bag's); it says so on the latched ``dataset/state`` (``recording``, or ``refused: <why>``)
 and, with ``start_executor`` (the launch sets it, with the executor's ``autostart`` off),
 starts the executor then, so the arm moves only once recording can and the first tick has
-its observation. Refused, it exits 1 and the executor is
-never started. Rows are built by :mod:`.dataset_rows` (the same code as ``analyze BAG
---dataset``) and written by :mod:`.dataset_writer` on a thread behind a bounded queue: rows the
-writer has no room for are dropped and counted, never waited for.
+its observation. Refused, it exits 1 and the executor is never started. Rows are built by
+:mod:`.dataset_rows` (the same code as ``analyze BAG --dataset``) and written by
+:mod:`.dataset_writer` on a thread behind a bounded queue: rows the writer has no room for are
+dropped and counted, never waited for.
 
 Asked to stop, it keeps recording until the robot side has left the graph (the return home
 and the final states), or ``stop_timeout_s``; then it saves the open episode and finalizes the
@@ -126,7 +126,7 @@ class DatasetRecorderNode(Node):
         self.heard = set()             # the cameras (and 'joint_states') a message came from
         self.needed = set()            # ... every one of them, before recording is ready
         self.observing_since = None    # since when recording waits for a first frame
-        self.readers = {}             # the run's topics: {topic: subscription}
+        self.readers = {}              # the run's topics: {topic: subscription}
         self.received = {}             # ... {topic: messages received}
         self.writers_said = False      # the wait for the run's writers was named in the log
         self.caps_call = RetriedCall(
