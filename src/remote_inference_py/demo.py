@@ -68,7 +68,12 @@ SI_RADIANS = 'si-radians-v1'
 # How long the cube is shown held after the pick succeeded, before the stop [s].
 SHOW_HELD_S = 2.0
 DEFAULT_LIMIT_S = 20.0
-LEROBOT_ADMISSION_S = 120.0   # the executor's admission timeout while LeRobot loads [s]
+# How long the system may take to be ready to start (the executor admitted, the recorders
+# ready) [s]: every node imports and loads at once, and LeRobot alone took 30-40 s on a busy
+# 2-core host. The executor's admission timeout too, so that it never gives up before the demo.
+START_WAIT_S = 150.0
+# How many of an exited node's last log lines the demo repeats when the system did not start.
+LAST_WORDS = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,9 +128,7 @@ def demo_policy(name, fps=None, default_fps=None, semantics=''):
         units = {'semantics': semantics} if semantics else {}
         return DemoPolicy(f'LeRobot checkpoint {checkpoint} at {fps:g} Hz', {
             'policy_server': {**server, 'fps': float(fps), **units},
-            # Importing LeRobot and loading the folder took 30-40 s on a busy 2-core host.
-            'executor': {'fps': float(fps), 'admission_timeout_s': LEROBOT_ADMISSION_S,
-                         **units}},
+            'executor': {'fps': float(fps), **units}},
             picks=True)
     from remote_inference_py.policy_server.manifest import (
         load_manifest, ManifestError, manifest_path_for)
@@ -148,6 +151,15 @@ def demo_policy(name, fps=None, default_fps=None, semantics=''):
         'hardware_interface': hardware}, picks=True)
 
 
+def last_words(log, count=LAST_WORDS):
+    """Return the last ``count`` lines of a node's log file, indented (or why there are none)."""
+    try:
+        lines = log.read_text(errors='replace').splitlines()[-count:]
+    except OSError as error:
+        return f'  ({error.strerror}: {log})'
+    return '\n'.join(f'  {line}' for line in lines) if lines else f'  ({log} is empty)'
+
+
 def installed_paths():
     """Return (share dir, lib dir) of the installed remote_inference package."""
     from ament_index_python.packages import get_package_prefix, get_package_share_directory
@@ -165,9 +177,8 @@ def node_argv(lib_dir, node, extra):
     return argv + bringup.param_args({**node.overrides, **extra.get(node.name, {})})
 
 
-def main(argv=None):
-    """Run the simulated system, record it, summarise it; exit non-zero if it failed."""
-    print_stacks_on_request()
+def argument_parser():
+    """Return the demo's command-line parser."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--policy', default=EXPERT,
                         help=f'{EXPERT} (default: the scripted pick), {DEMO} (the built-in '
@@ -213,6 +224,39 @@ def main(argv=None):
     parser.add_argument('--next-episode', type=float, default=None, metavar='S',
                         help='with --dataset: begin the next episode S s after motion started '
                         '(dataset/start_episode), as an operator would')
+    return parser
+
+
+def node_overrides(options, policy):
+    """Return the parameters the demo sets on each node for ``options``: {node: {name: value}}.
+
+    The executor waits for this script's start and is admitted within :data:`START_WAIT_S`
+    (the script's own wait), so it never faults while the others still load.
+    """
+    extra = {
+        # Started by this script once every topic of the bag matched and each node writing
+        # them was heard (record's rule), so the bag holds the whole run from the first command.
+        'executor': {'autostart': False, 'chunk_merge': options.merge,
+                     'synchronous': options.synchronous, 'admission_timeout_s': START_WAIT_S},
+        'policy_server': {'extra_compute_s': options.latency},   # the policy thinks this long
+    }
+    for name, values in policy.overrides.items():
+        extra[name] = {**extra.get(name, {}), **values}
+    if options.dataset:   # this script starts the executor once both recorders can record
+        extra['dataset_recorder'] = {'start_executor': False}
+    if options.human:   # the expert's leader arm drives from the start
+        extra['executor']['driver'] = 'human'
+    if options.dataset or options.render:
+        # A dataset holds the camera even when the policy does not read it (the expert).
+        extra['hardware_interface'] = {**extra.get('hardware_interface', {}),
+                                       'sim_render': True}
+    return extra
+
+
+def main(argv=None):
+    """Run the simulated system, record it, summarise it; exit non-zero if it failed."""
+    print_stacks_on_request()
+    parser = argument_parser()
     options = parser.parse_args(argv)
     if options.fps is not None and not 0 < options.fps <= 1000:
         parser.error(f'--fps must be in (0, 1000] Hz, got {options.fps:g}')
@@ -261,31 +305,16 @@ def main(argv=None):
     from remote_inference_py.transport import qos
     from remote_inference_py.transport.values import stamp_ns
 
-    extra = {
-        # Started by this script once every topic of the bag matched and each node writing
-        # them was heard (record's rule), so the bag holds the whole run from the first command.
-        'executor': {'autostart': False, 'chunk_merge': options.merge,
-                     'synchronous': options.synchronous},
-        'policy_server': {'extra_compute_s': options.latency},   # the policy thinks this long
-    }
-    for name, values in policy.overrides.items():
-        extra[name] = {**extra.get(name, {}), **values}
+    extra = node_overrides(options, policy)
     try:
         plan = bringup.plan(side='both', backend='sim', task=options.task, share_dir=share,
                             record_dataset=options.dataset, dataset_repo_id=options.repo_id)
     except ValueError as error:
         print(f'demo: {error}', file=sys.stderr)
         return 2
-    if options.dataset:   # this script starts the executor once both recorders can record
-        extra['dataset_recorder'] = {'start_executor': False}
     if options.human:   # the expert's leader arm drives from the start
-        extra['executor']['driver'] = 'human'
         plan.append(bringup.NodeLaunch('expert_leader', 'leader_arm', '', '',
                                        {'publish_rate_hz': sim_rate_hz(share)}))
-    if options.dataset or options.render:
-        # A dataset holds the camera even when the policy does not read it (the expert).
-        extra['hardware_interface'] = {**extra.get('hardware_interface', {}),
-                                       'sim_render': True}
     rclpy.init()
     node = rclpy.create_node('demo_recorder')
     executor = SingleThreadedExecutor()
@@ -361,17 +390,19 @@ def main(argv=None):
         """Wait for admission and recorders, start; return '' or which wait ran out."""
         waited = spin_until(lambda: statuses and statuses[-1].state_name == 'READY'
                             and bag_ready() and dataset_ready()
-                            or dataset_refusal() or any_exited(), 150)
+                            or dataset_refusal() or any_exited(), START_WAIT_S)
         if options.dataset and exited('dataset_recorder'):
             spin_until(dataset_refusal, 2.0)   # its last state may still be queued here
         if dataset_refusal():
             return f'the dataset recorder {dataset_refusal()}'
-        if not waited or any_exited():
+        if any_exited():
+            return ' and '.join(n for n in procs if exited(n)) + ' exited before it was ready'
+        if not waited:
             waits = [what for what, done in (
                 ('the executor READY', statuses and statuses[-1].state_name == 'READY'),
                 ("the bag's topics", bag_ready()),
                 ("the dataset recorder's 'recording'", dataset_ready())) if not done]
-            return f'no {", ".join(waits)} within 150 s' if waits else 'a node exited'
+            return f'no {", ".join(waits)} within {START_WAIT_S:g} s'
         client = node.create_client(Trigger, 'executor/start')
         if not spin_until(client.service_is_ready, 30):
             return 'no executor/start service within 30 s'
@@ -390,9 +421,12 @@ def main(argv=None):
     try:
         why = start_executor()
         if why:
-            dead = [n for n, p in procs.items() if p.poll() is not None]
-            print(f'demo: the system did not start: {why} (exited: {dead or "none"}); see the '
-                  f'logs in {out}', file=sys.stderr)
+            print(f'demo: the system did not start: {why}; see the logs in {out}',
+                  file=sys.stderr)
+            for name, proc in procs.items():
+                if proc.poll() is not None:
+                    print(f'demo: {name} exited {proc.returncode}; the end of its log:\n'
+                          + last_words(out / f'{name}.log'), file=sys.stderr)
             return 1
         asker.started = time.monotonic()
         for call in timed:

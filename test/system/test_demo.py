@@ -114,6 +114,38 @@ def test_the_demo_names_a_bad_policy_before_starting_anything(tmp_path):
     assert result.returncode == 2 and '--hand-back needs --human' in result.stderr
 
 
+def test_a_node_that_exits_before_the_start_is_named_with_the_end_of_its_log(tmp_path):
+    # A folder that is no checkpoint: the policy server exits at once; the demo does not wait
+    # out its start wait, and says which node exited, with its code and its last words.
+    folder = tmp_path / 'not_a_checkpoint'
+    folder.mkdir()
+    out = tmp_path / 'demo'
+    result = run_demo('--policy', str(folder), '--fps', '30', '--no-video', '--out', str(out),
+                      timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'the system did not start: policy_server exited before it was ready' in \
+        result.stderr, result.stderr
+    words = result.stderr.split('demo: policy_server exited 2; the end of its log:\n', 1)
+    assert len(words) == 2, result.stderr
+    assert f"cannot tell the format of checkpoint '{folder}'" in words[1], result.stderr
+    assert 'executor exited' not in result.stderr, result.stderr
+    assert read_bag(out / 'bag').get('/joint_commands', []) == []
+
+
+def test_the_executor_waits_for_admission_as_long_as_the_demo_waits_for_it():
+    # Every node starts at once, and LeRobot alone took 30-40 s to load on a busy host: the
+    # executor's admission timeout (30 s by default) must not end the run before the demo's
+    # own wait does (it once did, seen as a demo that 'did not start' with the executor gone).
+    from remote_inference_py.demo import (argument_parser, demo_policy, node_overrides,
+                                          START_WAIT_S)
+    for policy in ('expert', 'demo', 'idle'):
+        for flags in ([], ['--dataset', 'd'], ['--human', '--dataset', 'd']):
+            options = argument_parser().parse_args(['--policy', policy] + flags)
+            executor = node_overrides(options, demo_policy(policy))['executor']
+            assert executor['admission_timeout_s'] == START_WAIT_S, (policy, flags)
+            assert executor['autostart'] is False
+
+
 def test_each_policy_gets_the_parameters_it_needs(tmp_path):
     import json
 
@@ -148,7 +180,7 @@ def test_each_policy_gets_the_parameters_it_needs(tmp_path):
     lerobot = demo_policy(str(folder), None, 30.0)   # the simulated arm's rate
     assert lerobot.overrides == {'policy_server': {'policy_type': 'auto', 'fps': 30.0,
                                                    'checkpoint': str(folder.resolve())},
-                                 'executor': {'fps': 30.0, 'admission_timeout_s': 120.0}}
+                                 'executor': {'fps': 30.0}}
     assert demo_policy(str(folder), 15.0, 30.0).overrides['executor']['fps'] == 15.0
     with pytest.raises(ValueError, match='does not record its action rate: give --fps'):
         demo_policy(str(folder))
