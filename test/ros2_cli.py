@@ -31,6 +31,7 @@ import subprocess
 import termios
 import threading
 import time
+import warnings
 
 import psutil
 import pytest
@@ -51,6 +52,39 @@ def ros2_or_skip():
     if os.environ.get(REQUIRE_VARIABLE) == '1':
         pytest.fail(f'{REQUIRE_VARIABLE}=1 but {INSTALL_HINT}')
     pytest.skip(INSTALL_HINT)
+
+
+# How long `ros2 daemon stop` may take [s]: its own wait for the daemon to go is 10 s.
+DAEMON_STOP_S = 15.0
+
+
+def stop_daemon(ros2):
+    """Stop the ROS 2 daemon of this run's ROS_DOMAIN_ID, as a user would; kill it if hung.
+
+    `ros2 daemon stop` asks the daemon over XML-RPC with no socket timeout, so a daemon that no
+    longer answers holds it forever. One did in a clean-clone run: Fast DDS 3.2.2 inside it had
+    deadlocked (a UDP receive thread removing a participant's writer held the PDP mutex and
+    waited for the timer thread, which waited for that mutex), after the tests that used it
+    had passed. The daemon is ros2cli's, not this project's: it is then killed, and the kill
+    is reported as a warning.
+    """
+    try:
+        subprocess.run([ros2, 'daemon', 'stop'], capture_output=True, timeout=DAEMON_STOP_S,
+                       stdin=subprocess.DEVNULL)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    domain = os.environ.get('ROS_DOMAIN_ID', '0')
+    killed = []
+    for process in psutil.process_iter(['pid', 'cmdline']):
+        line = process.info['cmdline'] or []
+        if any('ros2cli.daemon.daemonize' in part for part in line) and \
+                '--ros-domain-id' in line and \
+                line[line.index('--ros-domain-id') + 1:][:1] == [domain]:
+            process.kill()
+            killed.append(process.info['pid'])
+    warnings.warn(f'ros2 daemon stop did not end within {DAEMON_STOP_S:g} s: the ROS 2 daemon '
+                  f'of domain {domain} hung; killed {killed or "nothing (none found)"}')
 
 
 def _child_setup(controlling_tty):

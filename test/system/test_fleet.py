@@ -26,7 +26,7 @@ import subprocess
 
 import pytest
 from remote_inference.msg import ExecutorStatus
-from ros2_cli import Launch, ros2_or_skip
+from ros2_cli import Launch, ros2_or_skip, stop_daemon
 from ros_fixtures import clean_dead_segments
 from timing_rules import grid_error_ticks, GRID_SLACK_TICKS, refill_rule_explains
 
@@ -41,7 +41,7 @@ def ros2():
     """The ros2 executable (skips, or fails in CI, without the tools); stops its daemon."""
     path = ros2_or_skip()
     yield path
-    subprocess.run([path, 'daemon', 'stop'], capture_output=True, timeout=30)
+    stop_daemon(path)
 
 
 class Fleet:

@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from remote_inference.msg import ExecutorStatus
-from ros2_cli import Launch, node_list, ros2_or_skip, run_cli
+from ros2_cli import Launch, node_list, ros2_or_skip, run_cli, stop_daemon
 from ros_fixtures import clean_dead_segments
 from sensor_msgs.msg import JointState
 from timing_rules import grid_error_ticks, GRID_SLACK_TICKS, seconds
@@ -59,7 +59,7 @@ def ros2():
     """The ros2 executable (skips, or fails in CI, without the tools); stops its daemon."""
     path = ros2_or_skip()
     yield path
-    subprocess.run([path, 'daemon', 'stop'], capture_output=True, timeout=30)
+    stop_daemon(path)
 
 
 def rest_pose():

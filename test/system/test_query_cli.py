@@ -30,6 +30,7 @@ from node_fixtures import EXECUTOR
 import pytest
 from remote_inference.action import Query as QueryAction
 from remote_inference.msg import ExecutorStatus
+from ros2_cli import stop_daemon
 
 from remote_inference_py.evaluation.task import cube_rest_z
 from remote_inference_py.transport import qos
@@ -50,7 +51,7 @@ def ros2_action():
     if ros2 is not None and subprocess.run([ros2, 'action', '-h'], capture_output=True,
                                            timeout=60).returncode == 0:
         yield ros2
-        subprocess.run([ros2, 'daemon', 'stop'], capture_output=True, timeout=30)
+        stop_daemon(ros2)
         return
     required = [name for name in REQUIRE_VARIABLES if os.environ.get(name) == '1']
     if required:
