@@ -396,7 +396,8 @@ def main(argv=None):
         if dataset_refusal():
             return f'the dataset recorder {dataset_refusal()}'
         if any_exited():
-            return ' and '.join(n for n in procs if exited(n)) + ' exited before it was ready'
+            dead = ' and '.join(n for n in procs if exited(n))
+            return f'{dead} exited before the system was ready'
         if not waited:
             waits = [what for what, done in (
                 ('the executor READY', statuses and statuses[-1].state_name == 'READY'),

@@ -123,7 +123,7 @@ def test_a_node_that_exits_before_the_start_is_named_with_the_end_of_its_log(tmp
     result = run_demo('--policy', str(folder), '--fps', '30', '--no-video', '--out', str(out),
                       timeout=120)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert 'the system did not start: policy_server exited before it was ready' in \
+    assert 'the system did not start: policy_server exited before the system was ready' in \
         result.stderr, result.stderr
     words = result.stderr.split('demo: policy_server exited 2; the end of its log:\n', 1)
     assert len(words) == 2, result.stderr
