@@ -81,8 +81,11 @@ def stop_daemon(ros2):
         if any('ros2cli.daemon.daemonize' in part for part in line) and \
                 '--ros-domain-id' in line and \
                 line[line.index('--ros-domain-id') + 1:][:1] == [domain]:
-            process.kill()
-            killed.append(process.info['pid'])
+            try:
+                process.kill()
+                killed.append(process.info['pid'])
+            except psutil.NoSuchProcess:   # it went by itself meanwhile
+                pass
     warnings.warn(f'ros2 daemon stop did not end within {DAEMON_STOP_S:g} s: the ROS 2 daemon '
                   f'of domain {domain} hung; killed {killed or "nothing (none found)"}')
 

@@ -16,10 +16,10 @@
 
 import dataclasses
 import os
-
+import re
 
 from remote_inference_py.evaluation.matrix import run_matrix
-from remote_inference_py.evaluation.realtime import episode_overrides, node_argv
+from remote_inference_py.evaluation.realtime import episode_name, episode_overrides, node_argv
 from remote_inference_py.evaluation.settings import (
     Configuration, EvalSettings, resolve_policy)
 from remote_inference_py.evaluation.task import episode_seeds, TaskConfig
@@ -41,6 +41,16 @@ def stall_s(live, sim, tick_rate):
     """
     extra = live.skipped_ticks + max(0, live.held_ticks - sim.held_ticks)
     return extra / tick_rate
+
+
+# The drops the contract makes after a wait: a chunk answering a request drained when the wait
+# began, or computed from a capture taken before it, never restarts motion.
+WAIT_DROPS = ('which was drained when the wait began', 'before the wait began')
+
+
+def dropped(logs):
+    """Return the reason of each chunk the executor dropped, from its log in `logs`."""
+    return re.findall(r'dropped chunk \d+: (.*)$', (logs / 'executor.log').read_text(), re.M)
 
 
 def test_real_nodes_and_simulated_time_agree_on_a_small_matrix(tmp_path):
@@ -65,7 +75,14 @@ def test_real_nodes_and_simulated_time_agree_on_a_small_matrix(tmp_path):
             f'{where}: real {live.completion_time_s:.2f} s, simulated '
             f'{sim.completion_time_s:.2f} s ({live.skipped_ticks} ticks skipped, '
             f'{live.held_ticks} vs {sim.held_ticks} held: {slack:.2f} s of stalls)')
-        assert live.chunks_dropped == 0 and live.runner == 'real-time'
+        assert live.runner == 'real-time'
+        # No chunk is dropped, unless a stalled host starved the real arm where its simulated
+        # twin did not: the chunk of a request drained when that wait began is then dropped,
+        # as the contract says (a loaded run: 51 ticks skipped, 13 starved, 1 such drop).
+        drops = dropped(tmp_path / 'logs' / episode_name(live.mode, live.latency_s, live.seed))
+        assert len(drops) == live.chunks_dropped, (where, drops)
+        assert not drops or live.starved_ticks > sim.starved_ticks and all(
+            any(wait in drop for wait in WAIT_DROPS) for drop in drops), (where, drops)
     sync, aligned = real
     unstalled = aligned.completion_time_s - stall_s(aligned, simulated[1], tick_rate)
     assert unstalled < sync.completion_time_s, 'async hides the latency'

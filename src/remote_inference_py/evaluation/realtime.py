@@ -74,6 +74,11 @@ def episode_overrides(settings: EvalSettings, policy: PolicyChoice,
     }
 
 
+def episode_name(mode: str, latency_s: float, seed: int) -> str:
+    """Return the folder name of an episode's node logs: ``<mode>_L<latency>_seed<n>``."""
+    return f'{mode}_L{latency_s:g}_seed{seed}'.replace('+', '_')
+
+
 def node_argv(executable: List[str], node: str, params_file: str,
               overrides: Dict[str, object]) -> List[str]:
     """Return the command line of one node, as ``ros2 run`` with a params file builds it."""
@@ -140,8 +145,7 @@ class RealTimeRunner:
         result = EpisodeResult(policy=self.policy.name, mode=configuration.mode,
                                latency_s=configuration.latency_s, seed=seed, runner=RUNNER,
                                cube_xy=cube_position(seed))
-        name = f'{configuration.mode}_L{configuration.latency_s:g}_seed{seed}'.replace('+', '_')
-        logs = self.log_dir / name
+        logs = self.log_dir / episode_name(configuration.mode, configuration.latency_s, seed)
         logs.mkdir(parents=True, exist_ok=True)
         statuses: List = []
         poses: List = []
