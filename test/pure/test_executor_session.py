@@ -84,9 +84,14 @@ def test_start_needs_a_healthy_pose_anchors_the_timeline_and_keeps_the_pose_as_h
     assert parts.robot.initial_pose.tolist() == [0.4, 0.1], 'a copy, not the live pose'
 
 
-def test_chunks_are_refused_by_state_then_session_then_loss_then_pause():
+def test_chunks_are_refused_by_session_then_state_then_loss_then_pause():
     parts = Parts()
     assert parts.session.chunk_refusal('s1') == 'executor is IDLE; chunk not used'
+    ready = Parts()
+    ready.session.admit('s1', 0)
+    assert ready.session.chunk_refusal('s1') == 'executor is READY; chunk not used'
+    assert ready.session.chunk_refusal('s0') == (   # another executor's chunk says so
+        "chunk from session 's0' but admitted session is 's1'")
     parts.running()
     assert parts.session.chunk_refusal('s1') == ''
     assert parts.session.chunk_refusal('s0') == (

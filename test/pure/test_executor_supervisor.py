@@ -127,6 +127,30 @@ def test_without_autostart_nothing_starts_until_asked():
     assert sup.core.state == State.WAITING
 
 
+def test_a_start_that_waits_is_named_after_a_second_then_every_five():
+    """READY with a start asked for and no joint_states: the log says so, with the matches."""
+    sup = make()
+    admit(sup, 10.0)
+
+    def named(now, publishers=0):
+        return [a.text for a in sup.tick(now, io(joint_state_publishers=publishers))
+                if isinstance(a, Log) and 'requested but' in a.text]
+
+    assert named(10.0) == [] and named(10.99) == []
+    assert named(11.0) == ['start requested but waiting: no joint_states received yet '
+                           '(0 joint_states publisher(s) matched)']
+    assert named(15.99, 1) == []
+    assert named(16.0, 1) == ['start requested but waiting: no joint_states received yet '
+                              '(1 joint_states publisher(s) matched)']
+    sup.on_measured(np.zeros(2))
+    started = [a.text for a in sup.tick(16.1, io()) if isinstance(a, Log)]
+    assert 'motion started' in started and not [t for t in started if 'requested but' in t]
+    quiet = make(autostart=False)   # no start asked for: nothing to name
+    admit(quiet, 10.0)
+    assert not [a for a in quiet.tick(20.0, io(joint_state_publishers=0))
+                if isinstance(a, Log) and 'requested but' in a.text]
+
+
 # ----------------------------------------------------------------------------- first request
 
 def test_the_first_request_is_repeated_until_anything_of_the_session_comes_back():

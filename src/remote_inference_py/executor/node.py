@@ -132,12 +132,13 @@ class ExecutorNode(Node):
         io = MutuallyExclusiveCallbackGroup()
         waits = ReentrantCallbackGroup()    # coroutines awaiting the owner block nothing
         # The measured pose, the target the driver applied, the leader arm (follower radians).
-        for topic, function, role, stamped in (
-                ('joint_states', self._measured, qos.JOINT_STATES, False),
-                ('applied_command', self.sup.on_applied, qos.COMMANDS, False),
-                ('leader/joint_states', self.sup.on_leader, qos.JOINT_STATES, True)):
+        self.measured_sub, _, _ = (
             subscribe_joint_states(self, topic, self._positions(topic, function, stamped), role,
                                    callback_group=io)
+            for topic, function, role, stamped in (
+                ('joint_states', self._measured, qos.JOINT_STATES, False),
+                ('applied_command', self.sup.on_applied, qos.COMMANDS, False),
+                ('leader/joint_states', self.sup.on_leader, qos.JOINT_STATES, True)))
         self.create_subscription(HardwareInfo, 'hardware/info', self.on_hardware_info,
                                  qos.LATCHED, callback_group=io)
         self.create_subscription(
@@ -316,8 +317,11 @@ class ExecutorNode(Node):
             ask = (queries.Reply(False, 'policy/ask failed') if result is None else
                    queries.Reply(result.success, result.message, result.answer,
                                  result.generate_ms, result.observation_missing))
-        if self.sup.admission.done:   # no graph queries on the tick once admitted
-            return sv.Io(ready={}, answers={}, reply=reply, ask_reply=ask)
+        if self.sup.admission.done:   # no graph queries on the tick once admitted ...
+            return sv.Io(ready={}, answers={}, reply=reply, ask_reply=ask,
+                         joint_state_publishers=(   # ... but while a start waits
+                             self.measured_sub.get_publisher_count()
+                             if self.sup.waiting_to_start else None))
         return sv.Io(
             ready={c: client.service_is_ready()
                    for c, client in self.capabilities_clients.items()},

@@ -110,10 +110,10 @@ class Session:
 
     def chunk_refusal(self, session_id: str) -> str:
         """Return why a chunk of session `session_id` cannot be used now, or '' if it can."""
+        if self.id and session_id != self.id:   # another executor's, on a shared server
+            return f"chunk from session '{session_id}' but admitted session is '{self.id}'"
         if self.state not in MOVING:
             return f'executor is {self.state.name}; chunk not used'
-        if session_id != self.id:
-            return f"chunk from session '{session_id}' but admitted session is '{self.id}'"
         if self.lost:
             return f"server lost: session '{self.id}' does not resume"
         if self.paused:

@@ -66,6 +66,7 @@ from remote_inference_py.executor.server_selection import (
 
 SUMMARY_PERIOD_S = 5.0
 STATUS_PERIOD_S = 0.1
+START_WAIT_LOG_S = (1.0, 5.0)   # a start that waits is named after 1 s, then every 5 s
 
 
 # ---- actions for the node ------------------------------------------------------------------
@@ -163,6 +164,7 @@ class Io:
     request_subscribers: int = 0
     chunk_publishers: int = 0
     ask_reply: Optional[queries.Reply] = None
+    joint_state_publishers: Optional[int] = None   # read while a start waits (for its log)
 
 
 class Supervisor:
@@ -184,6 +186,7 @@ class Supervisor:
         self.hardware: Optional[Hardware] = None
         self.measured_once = False
         self.start_requested = settings.autostart
+        self.start_log = None    # when a start that waits is named next
         self.capabilities = None
         self.task_override = None
         self.task_published = None
@@ -404,6 +407,31 @@ class Supervisor:
         """Return why motion cannot start now ('' when it can): the one start rule."""
         return self.admission.not_ready_to_start(self.measured_once, self.hardware)
 
+    @property
+    def waiting_to_start(self) -> bool:
+        """Return whether a start was asked for (or autostart is on) and READY waits."""
+        return self.start_requested and self.core.state == State.READY
+
+    def _start(self, now: float, io: Io) -> List[object]:
+        """Start motion if nothing stops it; else name what it waits for, now and then."""
+        why = self.start_refusal()
+        if why:
+            if self.start_log is None:
+                self.start_log = now + START_WAIT_LOG_S[0]
+            if now < self.start_log:
+                return []
+            self.start_log = now + START_WAIT_LOG_S[1]
+            if io.joint_state_publishers is not None and not self.measured_once:
+                why += f' ({io.joint_state_publishers} joint_states publisher(s) matched)'
+            return [Log('warning', f'start requested but waiting: {why}')]
+        self.core.start(now)
+        self.start_requested, self.start_log = False, None
+        actions = [Log('info', 'motion started')]
+        if self.settings.driver == HUMAN:
+            self._take(now)
+            actions.append(Log('info', 'the human on the leader arm drives (driver human)'))
+        return actions
+
     def request_start(self):
         """Answer executor/start: return (success, message)."""
         state = self.core.state
@@ -457,14 +485,8 @@ class Supervisor:
         if not self.admission.done:
             actions += self._admission_step(now, io)
         actions += self._lost(self.presence.check(now))
-        if self.start_requested and self.core.state == State.READY \
-                and not self.start_refusal():
-            self.core.start(now)
-            self.start_requested = False
-            actions.append(Log('info', 'motion started'))
-            if self.settings.driver == HUMAN:
-                self._take(now)
-                actions.append(Log('info', 'the human on the leader arm drives (driver human)'))
+        if self.waiting_to_start:
+            actions += self._start(now, io)
         changed = False
         if self.query is not None:   # before the core's tick: a pause holds the last sent
             changed = self._query_step(now, io.ask_reply, actions, dispatched=False)
