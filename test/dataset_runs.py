@@ -59,6 +59,9 @@ class Spec:
     camera_stops_s: float = 0.0       # 0: the camera never stops
     camera_gap_s: tuple = ()          # (from, to): no frames in between
     camera_lag_s: float = 0.0         # every frame received this long after its capture
+    joint_states_lag: tuple = ()      # (from, to, lag): joint states captured in between
+    #                                   are received lag seconds after their capture (and
+    #                                   those after them no earlier: one publisher's order)
     pause_s: tuple = ()               # (from, to): the host paused every process: nothing
     #                                   is stamped in between, not even a tick
     width: int = WIDTH
@@ -170,12 +173,18 @@ def run_messages(spec=None):
             continue
         current = [s for stamp, s, _ in ticks if stamp <= ns]
         status(ns + 500_000, current[-1] if current else 'READY', ns)
+    received = 0
     for k in range(int(spec.end_s * 50)):     # joint states at 50 Hz, 2 ms old at send
         ns = T0 + k * NS // 50
         if paused(spec, k / 50):
             continue
         position = list(pose(ns / NS - T0 / NS) - 0.01)
-        out.append(('/joint_states', ns + 2_000_000,
+        late = spec.joint_states_lag and spec.joint_states_lag[0] <= k / 50 \
+            < spec.joint_states_lag[1]
+        # One publisher: a sample never overtakes the one before it.
+        lag = int(spec.joint_states_lag[2] * NS) if late else 0
+        received = max(received, ns + 2_000_000 + lag)
+        out.append(('/joint_states', received,
                     _msg(header=_header(ns), name=names, position=position)))
     for k in range(int(spec.end_s * FPS)):   # a frame 5 ms before each tick
         ns = T0 + k * PERIOD - 5_000_000

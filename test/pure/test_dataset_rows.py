@@ -226,13 +226,35 @@ def test_frames_delivered_late_are_awaited_up_to_the_camera_timeout(lag_s, await
     # them: ticks were settled 8 ticks on, before their frames came. A tick now waits up to
     # camera_timeout_s (1 s) for a later frame: just inside, every row has its own frame, as
     # from the bag; just outside, a row settles with the newest frame it has, an older one.
-    events, _ = build(Spec(camera_lag_s=lag_s))
+    events, builder = build(Spec(camera_lag_s=lag_s))
     rows = [e for e in events if isinstance(e, Row)]
     assert [r.stamp_ns for r in rows] == [ns for ns, _, _ in expected_rows()]
     own = [np.array_equal(r.frame['observation.images.front'],
                           frame_pixels((r.stamp_ns - T0) // PERIOD)) for r in rows]
     assert all(own) if awaited else not all(own)
     assert not any(e.error for e in events if isinstance(e, EpisodeEnd))
+    # Each row written before its own frame came is counted (and the first named).
+    assert builder.counts['late_observation'] == own.count(False)
+    assert any(n.startswith("camera 'front': a sample came") for n in builder.notes) \
+        != awaited, builder.notes
+
+
+@pytest.mark.parametrize('lag_s, late', [(0.9, 0), (1.1, 4)])
+def test_rows_written_before_their_joint_states_came_are_counted(lag_s, late):
+    # A loaded host delivered 0.1 s of joint states (5 samples, and those behind them) lag_s
+    # late to the live recorder while its commands came on time. Just inside the tick's
+    # wait (1 s), every row has its own sample; just outside, the 4 ticks up to the first
+    # sample on time were written with the sample before: each is counted, the first
+    # named, so a bag that had them in time differs from the live dataset in those rows only.
+    events, builder = build(Spec(joint_states_lag=(2.0, 2.1, lag_s)))
+    on_time, _ = build()
+    rows = [e for e in events if isinstance(e, Row)]
+    own = [e for e in on_time if isinstance(e, Row)]
+    assert [r.stamp_ns for r in rows] == [r.stamp_ns for r in own]
+    differ = [not np.array_equal(r.frame['observation.state'], o.frame['observation.state'])
+              for r, o in zip(rows, own)]
+    assert builder.counts['late_observation'] == differ.count(True) == late
+    assert any(n.startswith('joint_states: a sample came') for n in builder.notes) == bool(late)
 
 
 def test_every_declared_camera_is_recorded_at_its_published_size():

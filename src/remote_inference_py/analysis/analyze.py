@@ -116,7 +116,8 @@ def write_dataset(options):
           f'held or starved, {counts["returning"]} returning home, {counts["outside_run"]} '
           f'outside a run, {counts["no_observation"]} before every observation had come, '
           f'{counts["stale_observation"]} with an observation too old, '
-          f"{counts['between_episodes']} between episodes (the operator's reset)")
+          f"{counts['between_episodes']} between episodes (the operator's reset); "
+          f"{counts['late_observation']} rows written before an observation of theirs came")
     for error in writer.errors:
         print(f'analyze: dataset: {error}', file=sys.stderr)
     return 1 if writer.errors else 0

@@ -384,7 +384,8 @@ class DatasetRecorderNode(Node):
             f'{counts["returning"]} returning home, {counts["no_observation"]} before every '
             f'observation had come, {counts["stale_observation"]} with an observation too '
             f'old, {counts["between_episodes"]} between episodes (the '
-            f"operator's reset), {self.writer.dropped} dropped (the writer fell behind)")
+            f"operator's reset), {self.writer.dropped} dropped (the writer fell behind); "
+            f'{counts["late_observation"]} rows written before an observation of theirs came')
         if errors:
             self.exit_code = 1
 

@@ -19,7 +19,9 @@ Both the live recorder (:mod:`.dataset_record`, fed by topics) and ``analyze BAG
 (:mod:`.dataset_bag`, fed by a recorded bag) hand the same messages, in the order they were
 received, to a :class:`RowBuilder`; it returns :class:`Row` and :class:`EpisodeEnd` events
 that :mod:`.dataset_writer` writes through LeRobot's ``LeRobotDataset``. The same run gives
-the same rows either way.
+the same rows either way, but for rows written before a sample they would have used came
+(a stream more than a second behind the commands at one of the two readers): those are
+counted as ``late_observation`` and the first is named.
 
 What a row is (the decisions, also in docs/recording.md):
 
@@ -314,7 +316,10 @@ class RowBuilder:
         self.notes: List[str] = []    # what was not recorded and why, for the log
         self.counts = {'rows': 0, 'held_or_starved': 0, 'returning': 0, 'outside_run': 0,
                        'no_observation': 0, 'stale_observation': 0, 'episodes': 0,
-                       'intervention': 0, 'human_left_out': 0, 'between_episodes': 0}
+                       'intervention': 0, 'human_left_out': 0, 'between_episodes': 0,
+                       'late_observation': 0}
+        # The rows written lately: [tick stamp, {stream: the sample's stamp}, came late].
+        self._written: collections.deque = collections.deque()
         self.state_names = tuple(j for s in schema.states for j in s.joints)
 
     # ---- messages in --------------------------------------------------------------------
@@ -324,6 +329,7 @@ class RowBuilder:
         index = {n: i for i, n in enumerate(names)}
         if any(j not in index for j in self._joints_needed):
             return []
+        self._late('joint_states', stamp_ns)
         self._joint_states.add(stamp_ns, {j: float(positions[index[j]])
                                           for j in self._joints_needed})
         return []
@@ -340,6 +346,7 @@ class RowBuilder:
             if note not in self.notes:
                 self.notes.append(note)
             return []
+        self._late(f'camera {camera!r}', stamp_ns)
         stream.add(stamp_ns, frame)
         return []
 
@@ -399,6 +406,26 @@ class RowBuilder:
         if self.in_episode:
             events.append(self._end(self._latest_ns, reason))
         return events
+
+    def _late(self, what: str, stamp_ns: int) -> None:
+        """Count the rows written before a sample of `what` they would have used came.
+
+        A tick waits for its samples until settle_ns of later ticks came (a stream that
+        stalled must not hold the rows forever); a sample later than that comes after its
+        rows were written, with the sample before it. Such rows (``late_observation``) are the
+        only ones a live recorder and a bag of the same run may disagree on, as each saw the
+        messages in its own order; the note says how late the first was.
+        """
+        rows = [w for w in self._written if w[0] >= stamp_ns and w[1].get(what, stamp_ns)
+                < stamp_ns]
+        for written in rows:
+            self.counts['late_observation'] += not written[2]
+            written[2] = True
+        if rows and not any(note.startswith(f'{what}: a sample came') for note in self.notes):
+            self.notes.append(
+                f'{what}: a sample came {(self._latest_ns - stamp_ns) / 1e9:.2f} s behind the '
+                f'commands, after the {len(rows)} rows it belonged to were written (they hold '
+                f'the sample before it; a tick waits {self.settle_ns / 1e9:.2f} s)')
 
     # ---- resolution ---------------------------------------------------------------------
 
@@ -508,6 +535,12 @@ class RowBuilder:
             self.counts['episodes'] += 1
         self.counts['rows'] += 1
         events.append(Row(stamp, frame, image_stamps))
+        used = {f'camera {c.camera!r}': image_stamps[c.key] for c in self.schema.cameras}
+        if self.schema.states:
+            used['joint_states'] = joints[0]
+        self._written.append([stamp, used, False])
+        while self._written[0][0] < stamp - self.settle_ns - KEEP_MARGIN_NS:
+            self._written.popleft()
         return events
 
     def _no_observation(self, stamp: int, what: str, stream: _Stream, why: str = '') -> list:
