@@ -34,11 +34,14 @@ from timing_rules import refill_rule_explains, seconds
 
 from remote_inference_py import bringup
 from remote_inference_py.analysis.summary import joint_vector
+from remote_inference_py.executor.config import ExecutorConfig
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
+from remote_inference_py.transport.values import stamp_ns
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONFIG = ROOT / 'config' / 'so101_sim.yaml'
+HALF_TICK_NS = int(0.5e9 / ExecutorConfig().fps)   # the system's executor: the default
 SMALL_CAMERA = {'sim_image_width': 64, 'sim_image_height': 48, 'sim_camera_rate_hz': 15.0}
 
 
@@ -50,11 +53,11 @@ class System:
         self.node, self.spinner = ros
         self.statuses = []
         self.commands_seen = []
+        self.command_stamps = []   # [ns], the tick each command was decided at
         self.subscriptions = [
             self.node.create_subscription(ExecutorStatus, 'executor/status',
                                           self.statuses.append, qos.LATCHED),
-            self.node.create_subscription(JointState, 'joint_commands',
-                                          lambda m: self.commands_seen.append(joint_vector(m)),
+            self.node.create_subscription(JointState, 'joint_commands', self._command,
                                           qos.COMMANDS)]
         overrides = {
             'hardware_interface': {**SMALL_CAMERA, **(hardware or {})},
@@ -68,6 +71,15 @@ class System:
                     spec.executable, node_name=spec.name, params=str(CONFIG),
                     ros_args=bringup.param_args({**spec.overrides, **overrides[spec.name]}),
                     env=server_env if spec.name == 'policy_server' else None)
+
+    def _command(self, msg):
+        self.commands_seen.append(joint_vector(msg))
+        self.command_stamps.append(stamp_ns(msg.header.stamp))
+
+    def commands_since(self, status):
+        """Return the commands decided at or after the tick `status` was published at."""
+        since = stamp_ns(status.header.stamp) - HALF_TICK_NS   # tolerates the stamps' jitter
+        return [c for c, t in zip(self.commands_seen, self.command_stamps) if t >= since]
 
     def state(self):
         return self.statuses[-1].state_name if self.statuses else ''
@@ -137,14 +149,15 @@ def test_server_killed_mid_run_holds_faults_returns_and_exits_nonzero(system):
     run.procs['policy_server'].kill()
     clean_dead_segments()
     waiting = run.wait_state('WAITING', 20)
-    held_from = len(run.commands_seen)
     run.wait_state('FAULT', 20)
     assert run.procs['executor'].wait(20) != 0
     assert 'lost' in run.last().message or 'grace' in run.last().message
     # Holding: commands kept coming every tick and stayed at one target until the fault.
+    # Taken by stamp: the last moving commands may arrive after the WAITING status does.
     assert waiting.held_ticks >= 1
     assert run.last().held_ticks - waiting.held_ticks >= 20   # ~30 in the 1 s grace
-    held = np.array(run.commands_seen[held_from:held_from + 15])
+    held = np.array(run.commands_since(waiting)[:15])
+    assert len(held) == 15
     assert np.ptp(held, axis=0).max() < 1e-9, 'the held target moved'
     # Then it drove back to the initial pose: the pose measured at start, which is the
     # simulator's zero pose sagging a little under gravity.
