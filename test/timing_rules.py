@@ -60,3 +60,29 @@ def refill_rule_explains(worst_turnaround_s, refill_s, fps, skipped_ticks=0):
     the refill less two action periods.
     """
     return worst_turnaround_s + skipped_ticks / fps > refill_s - 2.0 / fps
+
+
+def late_answer_s(requests, answers, statuses, fps, end_ns):
+    """Return the seconds by which answers came later than the refill rule lands them in time.
+
+    ``requests``, ``answers`` and ``statuses`` are a bag's ``/policy/request``,
+    ``/policy/chunk`` and ``/executor/status`` (receive ns, message) pairs. A request counts
+    from its first send to its first chunk or error answer, or else to ``end_ns`` (the stop).
+    An answer later than the effective refill the executor had when it sent the request
+    (``effective_refill_s``: it grows with the recent turnarounds) less two action periods
+    can starve the arm for that excess, and only that. The first request is left out: the
+    wait for its chunk is held, not starved.
+    """
+    sent, answered = {}, {}
+    for _, m in requests:
+        sent.setdefault(m.request_id, stamp_ns(m.header.stamp))
+    for received, m in answers:
+        answered.setdefault(m.request_id, received)
+    refills = sorted((stamp_ns(m.header.stamp), m.effective_refill_s or m.refill_s)
+                     for _, m in statuses)
+    late = 0.0
+    for request_id, ns in sorted(sent.items())[1:]:
+        refill = next((r for stamp, r in reversed(refills) if stamp <= ns), refills[0][1])
+        late += max(0.0, (answered.get(request_id, end_ns) - ns) * 1e-9
+                    - (refill - 2.0 / fps))
+    return late
