@@ -42,9 +42,11 @@ import json
 import os
 import pathlib
 import re
+import resource
 import signal
 import subprocess
 import sys
+import time
 import types
 
 from remote_inference_py.common.process import communicate_bounded, print_stacks_on_request
@@ -63,6 +65,7 @@ def run(args, what, timeout_s, check=True):
     (the demo's nodes with it) and named; with ``check``, so is a step that exits non-zero.
     """
     print(f'closed_loop: {what}', flush=True)
+    began, cpu = time.monotonic(), _children_cpu_s()
     process = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     stdout, stderr, ended = communicate_bounded(
@@ -73,7 +76,15 @@ def run(args, what, timeout_s, check=True):
     if check and process.returncode != 0:
         raise RuntimeError(f'{what} failed (exit {process.returncode}):\n{stdout[-3000:]}\n'
                            f'{stderr[-3000:]}')
+    print(f'  took {time.monotonic() - began:.1f} s, {_children_cpu_s() - cpu:.1f} s of CPU',
+          flush=True)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def _children_cpu_s():
+    """Return the CPU time [s] of the ended processes this one waited for (and theirs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def train(dataset, output, steps, chunk):
