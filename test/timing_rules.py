@@ -62,6 +62,19 @@ def refill_rule_explains(worst_turnaround_s, refill_s, fps, skipped_ticks=0):
     return worst_turnaround_s + skipped_ticks / fps > refill_s - 2.0 / fps
 
 
+def starvation_explained(statuses, fps=30.0):
+    """Return True when ExecutorStatus messages show no starved tick or the refill rule's.
+
+    ``statuses`` are the executor's over the window judged, in order (the first one from
+    before it). Starved ticks are explained when the worst turnaround in the window plus the
+    ticks the executor skipped in it exceed the smallest refill less two action periods.
+    """
+    first, last = statuses[0], statuses[-1]
+    return last.starved_ticks == first.starved_ticks or refill_rule_explains(
+        max(s.max_turnaround_s for s in statuses), min(s.refill_s for s in statuses), fps,
+        last.skipped_ticks - first.skipped_ticks)
+
+
 def late_answer_s(requests, answers, statuses, fps, end_ns):
     """Return the seconds by which answers came later than the refill rule lands them in time.
 

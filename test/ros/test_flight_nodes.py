@@ -26,7 +26,7 @@ Assertions are on counts and states, never on wall-clock speed.
 """
 
 from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest
-from timing_rules import refill_rule_explains
+from timing_rules import starvation_explained
 
 from remote_inference_py.transport import qos
 
@@ -70,17 +70,15 @@ def test_two_requests_in_flight_hide_a_latency_above_half_a_chunk(processes, ros
                                {'max_requests_per_client': 2})
     spinner.until(lambda: statuses and statuses[-1].chunks_accepted >= 2, 60,
                   'two chunks accepted')
+    # Moving all along (WAITING only when starved), and no starved tick unless the executor's
+    # own turnarounds and stalls (skipped ticks) show that much (the refill rule,
+    # test/timing_rules.py): a loaded run's executor stalled 0.49 s. A starve drains the
+    # requests in flight; only their late chunks may be dropped.
     first = statuses[-1]
-    assert first.state_name == 'RUNNING'
     spinner.spin_for(6.0)
     last = statuses[-1]
-    assert last.state_name == 'RUNNING', last.message
-    # No starved tick, unless the executor's own turnarounds and stalls (skipped ticks) show
-    # that much (the refill rule, test/timing_rules.py): a loaded run's executor stalled
-    # 0.49 s. A starve drains the requests in flight; only their late chunks may be dropped.
-    worst = max(s.max_turnaround_s for s in statuses)
-    assert last.starved_ticks == 0 or refill_rule_explains(
-        worst, 1.05, 30, last.skipped_ticks), last.message
+    assert {s.state_name for s in statuses[statuses.index(first):]} <= {'RUNNING', 'WAITING'}
+    assert starvation_explained(statuses), last.message
     assert last.chunks_accepted - first.chunks_accepted >= 4
     assert last.chunks_dropped == 0 or (
         last.starved_ticks and last.chunks_dropped <= 2

@@ -39,7 +39,7 @@ from remote_inference.msg import ExecutorStatus
 from ros2_cli import Launch, node_list, ros2_or_skip, run_cli, stop_daemon
 from ros_fixtures import clean_dead_segments
 from sensor_msgs.msg import JointState
-from timing_rules import grid_error_ticks, GRID_SLACK_TICKS, seconds
+from timing_rules import grid_error_ticks, GRID_SLACK_TICKS, seconds, starvation_explained
 import yaml
 
 from remote_inference_py import bringup
@@ -409,13 +409,19 @@ def test_a_lerobot_act_folder_through_ros2_launch(ros, launch_factory, tmp_path)
     launch = launch_factory(f'checkpoint:={folder}', f'config_file:={config_file}')
     watch.wait_moving(launch, seconds=1.0)
     assert re.search(r"policy 'act' from .* chunk_length=100/100", launch.output())
-    first = watch.statuses[-1]
+    since = len(watch.statuses) - 1
+    first = watch.statuses[since]
     watch.spinner.spin_for(8.0)   # a request about every 2.3 s
     last = watch.statuses[-1]
-    assert last.state_name == 'RUNNING', last.message
-    assert last.starved_ticks == first.starved_ticks == 0
+    assert last.state_name in ('RUNNING', 'WAITING'), last.message   # WAITING: starved
+    # No starved tick but what the refill rule explains (test/timing_rules.py); a starve
+    # drains the request in flight, and only its late chunk may be dropped.
+    assert starvation_explained(watch.statuses[since:]), last.message
     assert last.chunks_accepted - first.chunks_accepted >= 2
-    assert last.chunks_dropped == 0, last.last_drop_reason
+    assert last.chunks_dropped == first.chunks_dropped or (
+        last.starved_ticks > first.starved_ticks
+        and last.chunks_dropped - first.chunks_dropped <= 1
+        and 'drained when' in last.last_drop_reason), last.last_drop_reason
     # The real turnaround of a served LeRobot ACT: measured, not injected.
     assert 0.0 < last.p50_turnaround_s < 1.0 and last.max_turnaround_s < 2.0
     launch.signal(signal.SIGINT)
