@@ -26,7 +26,7 @@ from timing_rules import starvation_explained
 
 from remote_inference_py.analysis.bag import read_bag, typestore
 from remote_inference_py.analysis.record import (
-    HEARD_TOPICS, Recorder, START_TOPICS, start_waits_for)
+    ExecutorStarter, HEARD_TOPICS, Recorder, START_TOPICS, start_waits_for)
 from remote_inference_py.analysis.summary import header_ns, summarize, turnarounds
 from remote_inference_py.executor.refill import STEADY_WINDOW
 from remote_inference_py.transport import qos
@@ -38,12 +38,17 @@ def test_record_a_run_and_analyse_the_bag(processes, ros, tmp_path):
     recorder = Recorder(node, bag)
     processes.peer('fake_arm.py', node_name='fake_arm', params={'log_commands': False})
     processes.peer('scripted_server.py', node_name='scripted_server', params={'delay_s': 0.05})
-    executor = processes.console_script('executor', node_name='executor',
-                                        params={**EXECUTOR, 'task': 'pick up the cube'})
+    executor = processes.console_script(
+        'executor', node_name='executor',
+        params={**EXECUTOR, 'task': 'pick up the cube', 'autostart': False})
     statuses = []
     node.create_subscription(ExecutorStatus, 'executor/status', statuses.append, qos.LATCHED)
-    # Discovery can take a moment: record until three chunks were accepted (on a loaded machine
-    # one can arrive late and be dropped as stale, by design).
+    # Started as record:=true starts it: once every topic of the run matched and each node
+    # writing them was heard, so the bag holds the run from its first tick.
+    spinner.until(lambda: not recorder.start_waits(), 30, 'every topic of the run matched')
+    ExecutorStarter(node, 'test').start()
+    # Record until three chunks were accepted (on a loaded machine one can arrive late and be
+    # dropped as stale, by design).
     spinner.until(lambda: recorder.counts['/policy/request'] >= 3 and statuses
                   and statuses[-1].chunks_accepted >= 3, 30, 'three chunks accepted')
     assert executor.stop(spinner=spinner) == 0
@@ -62,7 +67,9 @@ def test_record_a_run_and_analyse_the_bag(processes, ros, tmp_path):
     last_status = topics['/executor/status'][-1][1]
     assert summary.final_state == 'STOPPED'
     assert summary.requests >= 3 and summary.chunks_accepted >= 3
-    assert last_status.dispatched_ticks >= summary.commands - 30 > 30
+    # Each tick of the executor sent one command (held, planned or on the way home), and the
+    # bag has every one of them: its own count, not a slack for the first wait.
+    assert summary.commands == last_status.ticks and last_status.dispatched_ticks > 30
     assert 0.0 < summary.turnaround_p50_s <= summary.turnaround_max_s < 2.0
     assert summary.tasks == ['pick up the cube']
     # No starved tick but what the refill rule explains (test/timing_rules.py).
