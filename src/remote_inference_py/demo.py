@@ -58,6 +58,7 @@ from typing import Dict
 
 from remote_inference_py import bringup
 from remote_inference_py.common.process import print_stacks_on_request
+from remote_inference_py.common.service_call import RetriedCall
 from remote_inference_py.executor.config import from_parameters_file
 
 EXPERT = 'expert'
@@ -407,11 +408,11 @@ def main(argv=None):
         client = node.create_client(Trigger, 'executor/start')
         if not spin_until(client.service_is_ready, 30):
             return 'no executor/start service within 30 s'
-        future = client.call_async(Trigger.Request())
-        if not spin_until(future.done, 30):
-            return 'no answer from executor/start within 30 s'
-        if not future.result().success:
-            return f'executor/start refused: {future.result().message}'
+        start = RetriedCall(client, Trigger.Request)   # a lost start is asked again
+        if not spin_until(start.answered, 30):
+            return f'no answer from executor/start within 30 s ({start.asked} calls)'
+        if not start.reply.success:
+            return f'executor/start refused: {start.reply.message}'
         if not spin_until(lambda: statuses and statuses[-1].state_name in ('RUNNING', 'WAITING')
                           or any_exited(), 30) or any_exited():
             return 'the executor was not RUNNING within 30 s of its start'

@@ -127,6 +127,28 @@ def test_without_autostart_nothing_starts_until_asked():
     assert sup.core.state == State.WAITING
 
 
+def test_a_start_asked_again_changes_nothing_while_the_run_goes_on_and_is_refused_after():
+    """A caller whose reply was lost asks again (analysis/record.py: ExecutorStarter)."""
+    sup = make(autostart=False)
+    sup.on_measured(np.zeros(2))
+    admit(sup)
+    assert sup.request_start() == (True, 'starting')
+    request = next(a for a in sup.tick(0.1, io()) if isinstance(a, sv.SendRequest))
+    assert sup.core.state == State.WAITING   # started: waiting for the first chunk
+    assert sup.request_start() == (True, 'already running (WAITING)')
+    sup.sent(SimpleNamespace(request_id=request.order.request_id, session_id='s1'), 0.2)
+    sup.on_answer(chunk_answer(request.order.request_id, 0.21, [0.1] * 20), '', 0.25)
+    sup.tick(0.3, io())
+    assert sup.core.state == State.RUNNING
+    assert sup.request_start() == (True, 'already running (RUNNING)')
+    assert not sup.start_requested   # nothing is left asked for
+    sup.request_stop(0.4)
+    for k in range(5, 40):
+        sup.tick(0.1 * k, io())
+    assert sup.core.state == State.STOPPED
+    assert sup.request_start() == (False, 'cannot start in state STOPPED')
+
+
 def test_a_start_that_waits_is_named_after_a_second_then_every_five():
     """READY with a start asked for and no joint_states: the log says so, with the matches."""
     sup = make()

@@ -85,6 +85,17 @@ def test_a_reply_that_came_is_taken_even_after_retry_s():
     assert call.poll() == 'capabilities' and len(client.sent) == 1
 
 
+def test_answered_stays_true_once_a_reply_came_and_sends_nothing_more():
+    """A caller's last check after its wait (a spin-until loop) must not send the call again."""
+    client, now = Client(), [0.0]
+    call = make(client, now)
+    assert not call.answered() and len(client.sent) == 1
+    client.sent[0].reply = 'starting'
+    now[0] += 5 * RETRY_S
+    assert call.answered() and call.answered() and call.reply == 'starting'
+    assert len(client.sent) == 1 and call.asked == 1
+
+
 def test_retry_s_must_be_positive():
     with pytest.raises(ValueError, match='retry_s'):
         RetriedCall(Client(), lambda: 'request', retry_s=0.0)

@@ -17,17 +17,21 @@
 import statistics
 import subprocess
 import time
+from types import SimpleNamespace
 
 from node_fixtures import EXECUTOR
+from rclpy.task import Future
 from remote_inference.msg import ActionChunk, ExecutorStatus, InferenceRequest
 from ros_fixtures import INSTALL_LIB
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from std_srvs.srv import Trigger
 from timing_rules import starvation_explained
 
 from remote_inference_py.analysis.bag import read_bag, typestore
 from remote_inference_py.analysis.record import (
     ExecutorStarter, HEARD_TOPICS, Recorder, START_TOPICS, start_waits_for)
 from remote_inference_py.analysis.summary import header_ns, summarize, turnarounds
+from remote_inference_py.common.service_call import RETRY_S
 from remote_inference_py.executor.refill import STEADY_WINDOW
 from remote_inference_py.transport import qos
 
@@ -125,6 +129,62 @@ def test_the_executor_is_started_once_each_writer_matched_and_each_writing_node_
     # A server too old to publish presence is not waited for.
     assert start_waits_for({**everything, 'policy/presence': 0},
                            {**everything, 'policy/presence': 0}) == []
+
+
+class StartNode:
+    """The surface of a node ExecutorStarter uses: its client, its timer, its log lines."""
+
+    def __init__(self):
+        self.calls, self.logs, self.timer = [], [], None
+
+    def create_client(self, srv_type, name):
+        assert (srv_type, name) == (Trigger, 'executor/start')
+        return self
+
+    def service_is_ready(self):
+        return True
+
+    def call_async(self, request):
+        self.calls.append(Future())
+        return self.calls[-1]
+
+    def remove_pending_request(self, future):
+        future.cancel()
+
+    def create_timer(self, period, callback):
+        self.timer = SimpleNamespace(tick=callback, cancelled=False)
+        self.timer.cancel = lambda: setattr(self.timer, 'cancelled', True)
+        return self.timer
+
+    def get_logger(self):
+        return SimpleNamespace(info=lambda text: self.logs.append(('info', text)),
+                               warning=lambda text: self.logs.append(('warning', text)))
+
+
+def test_a_start_request_without_a_reply_is_sent_again_until_the_executor_answers():
+    """A start request lost after discovery once left a run READY for good (no retry then)."""
+    node, now = StartNode(), [0.0]
+    ExecutorStarter(node, 'recording', clock=lambda: now[0]).start()
+    assert len(node.calls) == 1 and node.logs == [('info', 'recording: executor/start called')]
+    now[0] += RETRY_S - 1e-3   # just inside: still waiting for the reply
+    node.timer.tick()
+    assert len(node.calls) == 1
+    now[0] += 2e-3             # just outside: asked again
+    node.timer.tick()
+    assert len(node.calls) == 2 and node.calls[0].cancelled()
+    assert node.logs[-1] == ('info', 'recording: executor/start called (again: no reply to 1 '
+                                     'call(s))')
+    node.calls[1].set_result(Trigger.Response(success=True, message='starting'))
+    node.timer.tick()
+    assert node.timer.cancelled and len(node.calls) == 2
+    assert node.logs[-1] == ('info', 'recording: executor/start answered: starting')
+    refused = StartNode()      # a refusal is said as a warning, and not asked again
+    ExecutorStarter(refused, 'recording').start()
+    refusal = 'cannot start in state STOPPED'
+    refused.calls[0].set_result(Trigger.Response(success=False, message=refusal))
+    refused.timer.tick()
+    assert refused.timer.cancelled and len(refused.calls) == 1
+    assert refused.logs[-1] == ('warning', f'recording: executor/start answered: {refusal}')
 
 
 def test_the_readers_of_the_heard_topics_are_created_last(ros, tmp_path):

@@ -57,6 +57,7 @@ from remote_inference_py import bringup
 from remote_inference_py.analysis.bag import BagWriter
 from remote_inference_py.common.node_main import ConfigError, run_node
 from remote_inference_py.common.params import declare_parameters, ParamSpec
+from remote_inference_py.common.service_call import RetriedCall
 from remote_inference_py.transport import qos
 
 
@@ -173,28 +174,41 @@ class Recorder:
 
 
 class ExecutorStarter:
-    """Call executor/start once, as soon as the service is there (a recorder starts the run)."""
+    """Call executor/start once the service is there, again until it answers (starts a run).
 
-    def __init__(self, node, who):
-        """Prepare the call for `node`; `who` heads the log line."""
+    A request sent right after discovery can be lost, and a start that never arrives leaves the
+    executor READY for good: the call is asked again every
+    :data:`~remote_inference_py.common.service_call.RETRY_S` until a reply comes
+    (:class:`~remote_inference_py.common.service_call.RetriedCall`). A start is safe to repeat:
+    the executor answers a second one while the run goes on with ``already running`` and
+    refuses one after the run, naming the state it is in.
+    """
+
+    def __init__(self, node, who, clock=time.monotonic):
+        """Prepare the call for `node`; `who` heads the log lines."""
         self.node, self.who = node, who
-        self.client = node.create_client(Trigger, 'executor/start')
-        self.called = False
+        self.call = RetriedCall(node.create_client(Trigger, 'executor/start'), Trigger.Request,
+                                clock=clock)
         self.timer = None
 
     def start(self):
-        """Call executor/start now, or once the service appears."""
+        """Call executor/start now, or once the service appears; again until it answers."""
         if self.timer is None:
-            self.timer = self.node.create_timer(0.2, self._call_when_ready)
-            self._call_when_ready()
+            self.timer = self.node.create_timer(0.2, self._poll)
+            self._poll()
 
-    def _call_when_ready(self):
-        if self.called or not self.client.service_is_ready():
-            return
-        self.called = True
-        self.timer.cancel()
-        self.client.call_async(Trigger.Request())
-        self.node.get_logger().info(f'{self.who}: executor/start called')
+    def _poll(self):
+        asked = self.call.asked
+        reply = self.call.poll()
+        if self.call.asked > asked:
+            self.node.get_logger().info(
+                f'{self.who}: executor/start called'
+                + (f' (again: no reply to {asked} call(s))' if asked else ''))
+        if reply is not None:
+            self.timer.cancel()
+            log = self.node.get_logger()
+            (log.info if reply.success else log.warning)(
+                f'{self.who}: executor/start answered: {reply.message}')
 
 
 # Publishers whose presence means the robot side still runs (and may still move).

@@ -21,7 +21,8 @@ The dataset recorder did, at the start of a loaded test run: the policy server h
 its ``policy/get_capabilities``, the reply never came, and the recorder waited for the
 capabilities until the demo gave up. :class:`RetriedCall` drops a call unanswered after
 :data:`RETRY_S` (the executor's admission handshake keeps the same rule) and asks again.
-Only for idempotent questions (capabilities), never for a command that must not run twice.
+Only for a call that is safe to repeat: a question (capabilities), or ``executor/start``, which
+the executor answers again without starting twice; never for one that must not run twice.
 """
 
 import time
@@ -42,12 +43,14 @@ class RetriedCall:
         self.future = None
         self.sent = None
         self.asked = 0
+        self.reply = None
+        """The last reply that came (None before the first)."""
 
     def poll(self):
         """Return the reply once it has come (None until then); send or resend as due."""
         if self.future is not None and self.future.done():
-            reply, self.future = self.future.result(), None
-            return reply
+            self.reply, self.future = self.future.result(), None
+            return self.reply
         now = self.clock()
         if self.future is not None and now - self.sent >= self.retry_s:
             self.client.remove_pending_request(self.future)   # its reply is not awaited
@@ -56,3 +59,7 @@ class RetriedCall:
             self.future, self.sent = self.client.call_async(self.make_request()), now
             self.asked += 1
         return None
+
+    def answered(self) -> bool:
+        """Poll until a reply has come (it is in :attr:`reply`); from then on send nothing."""
+        return self.reply is not None or self.poll() is not None

@@ -41,6 +41,7 @@ import time
 from typing import Dict, List, Optional
 
 from remote_inference_py.bringup import param_args
+from remote_inference_py.common.service_call import RetriedCall
 from remote_inference_py.evaluation.settings import (
     Configuration, EvalSettings, PolicyChoice)
 from remote_inference_py.evaluation.stats import EpisodeResult
@@ -216,12 +217,12 @@ class RealTimeRunner:
             if not self._spin_until(client.service_is_ready, result, processes, logs,
                                     'waiting for executor/start'):
                 return ''
-            future = client.call_async(Trigger.Request())
-            if not self._spin_until(future.done, result, processes, logs,
+            start = RetriedCall(client, Trigger.Request)   # a lost start is asked again
+            if not self._spin_until(start.answered, result, processes, logs,
                                     'calling executor/start'):
                 return ''
-            if not future.result().success:
-                result.error = f'executor/start refused: {future.result().message}'
+            if not start.reply.success:
+                result.error = f'executor/start refused: {start.reply.message}'
                 return ''
             return session
         finally:

@@ -433,10 +433,14 @@ class Supervisor:
         return actions
 
     def request_start(self):
-        """Answer executor/start: return (success, message)."""
+        """Answer executor/start: return (success, message).
+
+        A start is safe to repeat (a caller whose reply was lost asks again): one while the
+        run goes on, RUNNING or WAITING for a chunk, succeeds and changes nothing.
+        """
         state = self.core.state
-        if state == State.RUNNING:
-            return True, 'already running'
+        if state in (State.RUNNING, State.WAITING):
+            return True, f'already running ({state.name})'
         if state != State.READY and self.admission.phase is Phase.ADMITTED:
             return False, f'cannot start in state {state.name}'
         self.start_requested = True
