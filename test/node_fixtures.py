@@ -21,10 +21,13 @@ servo bus emulator, camera settings and setting a node's parameter over its serv
 The emulator pytest fixture itself is in conftest.py (it starts an emulator process per test).
 """
 
+import re
+
 import numpy as np
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
-from remote_inference.msg import ActionChunk, HardwareInfo, InferenceRequest, ObservationFeature
+from remote_inference.msg import (
+    ActionChunk, ExecutorStatus, HardwareInfo, InferenceRequest, ObservationFeature)
 from remote_inference.srv import Admit, GetCapabilities
 from robot_fixtures import EXAMPLE, PATIENT_MS
 from sensor_msgs.msg import CompressedImage, Image as ImageMsg, JointState
@@ -184,6 +187,48 @@ EXECUTOR = {'deployment': 'test', 'autostart': True, 'refill_seconds': 0.2,
 
 
 # ----------------------------------------------------------------------------- Feetech arm
+
+# A command the fake arm (test/peers/fake_arm.py) applied, as it logs it.
+CMD = re.compile(r'^CMD t=(\d+) (.*)$', re.M)
+
+
+class Watch:
+    """Collect executor status and requests seen by the test node."""
+
+    def __init__(self, node, requests=True):
+        self.statuses = []
+        self.requests = []
+        node.create_subscription(ExecutorStatus, 'executor/status', self.statuses.append,
+                                 qos.LATCHED)
+        if requests:
+            node.create_subscription(InferenceRequest, 'policy/request', self.requests.append,
+                                     qos.COMMANDS)
+
+    @property
+    def last(self):
+        return self.statuses[-1] if self.statuses else None
+
+    def state(self):
+        return self.last.state_name if self.last else ''
+
+
+def start_system(processes, ros, server=None, executor=None, arm=None, watch_requests=True):
+    """Start the fake arm, the scripted server and the executor; return them and a Watch."""
+    node, spinner = ros
+    watch = Watch(node, watch_requests)
+    arm_proc = processes.peer('fake_arm.py', params=arm or {}, node_name='fake_arm')
+    server_proc = processes.peer('scripted_server.py', params=server or {},
+                                 node_name='scripted_server')
+    executor_proc = processes.console_script('executor', params={**EXECUTOR, **(executor or {})},
+                                             node_name='executor')
+    return watch, arm_proc, server_proc, executor_proc
+
+
+def commands(arm_proc):
+    """Commands the arm applied, as (stamp_ns, [positions]) in order of arrival."""
+    return [(int(t), [float(v) for v in values.split()])
+            for t, values in CMD.findall(arm_proc.output())]
+
 
 IDS = {name: index + 1 for index, name in enumerate(JOINTS)}
 CALIBRATION = Calibration.load(EXAMPLE)

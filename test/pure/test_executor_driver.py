@@ -24,7 +24,7 @@ from types import SimpleNamespace
 from core_fixtures import FPS, JOINTS, make_chunk
 import numpy as np
 import pytest
-from test_executor_supervisor import admit, io, kinds, sent_values
+from supervisor_fixtures import admit, io, kinds, sent_values
 
 from remote_inference_py.executor import supervisor as sv
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings

@@ -25,37 +25,16 @@ from types import SimpleNamespace
 from core_fixtures import FPS, JOINTS, make_chunk
 import numpy as np
 import pytest
+from supervisor_fixtures import admit, admit_reply, capabilities, HOLD, io, kinds, sent_values
 
-from remote_inference_py.contract.check import PRESENCE_LEASE_S, PROTOCOL_VERSION
+from remote_inference_py.contract.check import PRESENCE_LEASE_S
 from remote_inference_py.executor import query as queries
 from remote_inference_py.executor import supervisor as sv
 from remote_inference_py.executor.config import ExecutorConfig, NodeSettings
 from remote_inference_py.executor.core import State
 from remote_inference_py.executor.handshake import (
-    AskAdmission, AskCapabilities, Hardware, Log)
+    AskAdmission, AskCapabilities, Log)
 from remote_inference_py.executor.server_selection import AskCandidate
-
-HOLD = Hardware('sim', 'active', True)
-
-
-def capabilities(instance='i1'):
-    feature = SimpleNamespace(name='observation.state', shape=[2], dtype='float32',
-                              kind='state', names=list(JOINTS), semantics='',
-                              topic='joint_states')
-    return SimpleNamespace(
-        success=True, message='', protocol_version=PROTOCOL_VERSION, deployment='so101',
-        instance_id=instance, semantics='si-radians-v1', action_names=list(JOINTS),
-        action_rate=FPS, chunk_length=50, features=[feature], supported_merge_modes=[],
-        presence_lease_s=PRESENCE_LEASE_S, max_requests_in_flight=1, max_clients=1,
-        active_clients=0, text_commands=['question', 'subtask', 'steering'])
-
-
-def admit_reply(session='s1', instance='i1'):
-    return SimpleNamespace(success=True, message='', session_id=session, instance_id=instance)
-
-
-def kinds(actions, *names):
-    return [type(a).__name__ for a in actions if not names or type(a).__name__ in names]
 
 
 def make(now=0.0, **settings):
@@ -65,29 +44,9 @@ def make(now=0.0, **settings):
     return sv.Supervisor(config, NodeSettings(**settings), '/executor', now)
 
 
-def io(candidate='', **changes):
-    fields = dict(ready={candidate: True}, answers={}, request_subscribers=1,
-                  chunk_publishers=1)
-    fields.update(changes)
-    return sv.Io(**fields)
-
-
-def admit(sup, now=0.0, candidate='', session='s1', instance='i1'):
-    """Drive one candidate's handshake to ADMITTED at `now` (the hardware holds)."""
-    sup.on_hardware(HOLD, '', now)
-    assert kinds(sup.tick(now, io(candidate)), 'AskCapabilities') == ['AskCapabilities']
-    actions = sup.tick(now, io(candidate, reply=capabilities(instance)))
-    assert kinds(actions, 'AskAdmission') == ['AskAdmission']
-    return sup.tick(now, io(candidate, reply=admit_reply(session, instance)))
-
-
 def chunk_answer(request_id, capture, values, session='s1', instance='i1'):
     return sv.Answer(session, request_id, instance, '', False,
                      make_chunk(request_id, capture, values, session=session))
-
-
-def sent_values(actions):
-    return [round(float(a.command[0]), 9) for a in actions if isinstance(a, sv.SendCommand)]
 
 
 def moving(sup, start=0.0):

@@ -27,9 +27,8 @@ import subprocess
 import sys
 import time
 
-from node_fixtures import EXECUTOR, set_parameter
-from remote_inference.msg import (
-    ActionChunk, ExecutorStatus, HardwareInfo, InferenceRequest, ServerPresence)
+from node_fixtures import commands, EXECUTOR, set_parameter, start_system
+from remote_inference.msg import ActionChunk, HardwareInfo, ServerPresence
 from ros_fixtures import clean_dead_segments
 from sensor_msgs.msg import JointState
 from timing_rules import (
@@ -43,46 +42,8 @@ from remote_inference_py.transport import qos
 from remote_inference_py.transport.values import stamp_ns
 
 JOINTS = list(SO101_JOINT_NAMES)
-CMD = re.compile(r'^CMD t=(\d+) (.*)$', re.M)
 # The executor's default starvation grace [s].
 DEFAULT_GRACE_S = ExecutorConfig().starvation_grace_s
-
-
-class Watch:
-    """Collect executor status and requests seen by the test node."""
-
-    def __init__(self, node, requests=True):
-        self.statuses = []
-        self.requests = []
-        node.create_subscription(ExecutorStatus, 'executor/status', self.statuses.append,
-                                 qos.LATCHED)
-        if requests:
-            node.create_subscription(InferenceRequest, 'policy/request', self.requests.append,
-                                     qos.COMMANDS)
-
-    @property
-    def last(self):
-        return self.statuses[-1] if self.statuses else None
-
-    def state(self):
-        return self.last.state_name if self.last else ''
-
-
-def start_system(processes, ros, server=None, executor=None, arm=None, watch_requests=True):
-    node, spinner = ros
-    watch = Watch(node, watch_requests)
-    arm_proc = processes.peer('fake_arm.py', params=arm or {}, node_name='fake_arm')
-    server_proc = processes.peer('scripted_server.py', params=server or {},
-                                 node_name='scripted_server')
-    executor_proc = processes.console_script('executor', params={**EXECUTOR, **(executor or {})},
-                                             node_name='executor')
-    return watch, arm_proc, server_proc, executor_proc
-
-
-def commands(arm_proc):
-    """Commands the arm applied, as (stamp_ns, [positions]) in order of arrival."""
-    return [(int(t), [float(v) for v in values.split()])
-            for t, values in CMD.findall(arm_proc.output())]
 
 
 def test_continuous_motion_then_clean_stop_returns_to_initial_pose(processes, ros, transport):

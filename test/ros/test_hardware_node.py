@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 from std_srvs.srv import Trigger
 
+from remote_inference_py.common.service_call import RETRY_S
 from remote_inference_py.transport.values import stamp_ns
 
 TICK = 2 * math.pi / 4095
@@ -137,7 +138,7 @@ def test_torque_services_and_torque_off_after_the_shutdown_grace(emulator, proce
     # Relative names resolve in the node's namespace (the root here).
     disable = node.create_client(Trigger, 'hardware/disable_torque')
     enable = node.create_client(Trigger, 'hardware/enable_torque')
-    response = spinner.call(disable, Trigger.Request())
+    response = spinner.call(disable, Trigger.Request(), retry_s=RETRY_S)
     assert response.success, response.message
     assert set(ticks(emulator, 'Torque_Enable').values()) == {0}
     spinner.until(lambda: not watch.info[-1].torque_enabled, 5, 'torque off in hardware/info')
@@ -147,7 +148,7 @@ def test_torque_services_and_torque_off_after_the_shutdown_grace(emulator, proce
     send(commands, measured)
     spinner.until(lambda: 'torque_off' in watch.message(), 5, 'torque_off rejection')
     emulator.set(2, 'Present_Position', 2100)   # moved by hand while limp
-    response = spinner.call(enable, Trigger.Request())
+    response = spinner.call(enable, Trigger.Request(), retry_s=RETRY_S)
     assert response.success, response.message
     assert set(ticks(emulator, 'Torque_Enable').values()) == {1}
     assert emulator.get(2, 'Goal_Position') == 2100, 'torque on must hold the present pose'
@@ -195,7 +196,7 @@ def test_lifecycle_without_autostart(emulator, processes, ros):
 
     def transition(transition_id, state):
         response = spinner.call(client, ChangeState.Request(
-            transition=Transition(id=transition_id)))
+            transition=Transition(id=transition_id)), retry_s=RETRY_S)
         assert response.success
         spinner.until(lambda: watch.state() == state, 5, state)
 

@@ -26,13 +26,14 @@ Counts, states, orderings and stamps; no speed asserted.
 """
 
 from emulator import EmulatorProcess
-from node_fixtures import ArmWatch, EXECUTOR, IDS, params, SHAFTS, ticks
+from node_fixtures import (
+    ArmWatch, commands, EXECUTOR, IDS, params, SHAFTS, start_system, ticks, Watch)
 from robot_fixtures import EXAMPLE, PATIENT_MS
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import SetBool
-from test_executor_node import commands, start_system, Watch
 
+from remote_inference_py.common.service_call import RETRY_S
 from remote_inference_py.robot.calibration import Calibration
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
@@ -96,7 +97,7 @@ def test_the_human_drives_rate_limited_faults_hold_and_the_hand_back_needs_a_fre
 
     # policy -> human: the arm goes to the leader, never by more than max_step_rad a tick.
     before = len(commands(arm))
-    reply = spinner.call(set_driver, SetBool.Request(data=True))
+    reply = spinner.call(set_driver, SetBool.Request(data=True), retry_s=RETRY_S)
     assert reply.success, reply.message
     handed = node.get_clock().now().nanoseconds
     spinner.until(lambda: watch.last.driver == 'human', 5, 'status driver human')
@@ -129,7 +130,7 @@ def test_the_human_drives_rate_limited_faults_hold_and_the_hand_back_needs_a_fre
     # human -> policy: motion resumes only from a chunk on a capture after the hand-back.
     emulator.clear_faults()
     spinner.until(lambda: faults[-1] == '', 10, 'leader healthy again')
-    reply = spinner.call(set_driver, SetBool.Request(data=False))
+    reply = spinner.call(set_driver, SetBool.Request(data=False), retry_s=RETRY_S)
     assert reply.success and 'fresh capture' in reply.message, reply.message
     back = node.get_clock().now().nanoseconds
     spinner.until(lambda: watch.last.driver == 'policy' and watch.state() == 'RUNNING', 10,

@@ -88,6 +88,16 @@ def test_no_node_room_imports_another():
     assert not crossings, '\n'.join(crossings)
 
 
+def test_no_test_module_imports_another():
+    """What several test files share is a helper module beside test/conftest.py."""
+    tests = PACKAGE.parents[1] / 'test'
+    test_modules = {path.stem for path in tests.rglob('test_*.py')}
+    wrong = sorted({f'{path.relative_to(tests)} imports {name.split(".")[0]}'
+                    for path in tests.rglob('*.py') for name in imports(path)
+                    if name.split('.')[0] in test_modules})
+    assert not wrong, '\n'.join(wrong)
+
+
 def test_shared_rooms_stand_on_nothing_above_them():
     # The contract declares the settings both nodes have with common.settings (pure).
     allowed = {'robot': {'robot'}, 'contract': {'contract', 'common.settings'},
