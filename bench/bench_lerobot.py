@@ -63,6 +63,7 @@ from sensor_msgs.msg import Image, JointState
 import smoke
 import yaml
 
+from remote_inference_py.common.service_call import RetriedCall
 from remote_inference_py.contract.check import PROTOCOL_VERSION
 from remote_inference_py.robot.so101 import SO101_JOINT_NAMES
 from remote_inference_py.transport import qos
@@ -241,9 +242,10 @@ class Robots(Node):
 
 
 def call(spinner, client, request):
-    future = client.call_async(request)
-    spinner.until(future.done, 30, client.srv_name)
-    return future.result()
+    """Return the reply to `request`, asked again every RETRY_S (a request can be lost)."""
+    retried = RetriedCall(client, lambda: request)
+    spinner.until(retried.answered, 30, client.srv_name)
+    return retried.reply
 
 
 def serve_robots(folder, count, max_batch, seconds, log_path, warmup_s=3.0,

@@ -53,6 +53,7 @@ import smoke
 import torch
 import yaml
 
+from remote_inference_py.common.service_call import RetriedCall
 from remote_inference_py.contract.check import PROTOCOL_VERSION
 from remote_inference_py.policy_server.export import save_pt2
 from remote_inference_py.policy_server.manifest import spec_from_dict
@@ -182,9 +183,10 @@ def run_case(model_path, seconds, log_path, warmup_iterations=10):
         # Loading the .pt2 took 43-53 s with the 1-min load average at 16-22 on 2 cores.
         wait(executor, lambda: 'Policy server ready' in log_path.read_text(), 180,
              'the server to be ready')
-        future = robot.caps.call_async(GetCapabilities.Request())
-        wait(executor, future.done, 10, 'capabilities')
-        caps = future.result()
+        # Asked again every RETRY_S: a request sent before both sides matched can be lost.
+        caps_call = RetriedCall(robot.caps, GetCapabilities.Request)
+        wait(executor, caps_call.answered, 30, 'capabilities')
+        caps = caps_call.reply
         request = Admit.Request(
             protocol_version=PROTOCOL_VERSION, client_name='/bench', deployment=caps.deployment,
             semantics=caps.semantics, action_names=caps.action_names,
@@ -192,9 +194,9 @@ def run_case(model_path, seconds, log_path, warmup_iterations=10):
             presence_lease_s=caps.presence_lease_s,
             features=[ObservationFeature(name=f.name, shape=f.shape, dtype=f.dtype,
                                          kind=f.kind) for f in caps.features])
-        future = robot.admit.call_async(request)
-        wait(executor, future.done, 10, 'admission')
-        robot.session = future.result().session_id
+        admit_call = RetriedCall(robot.admit, lambda: request)   # the last call's reply counts
+        wait(executor, admit_call.answered, 30, 'admission')
+        robot.session = admit_call.reply.session_id
         wait(executor, lambda: robot.request_pub.get_subscription_count() > 0, 10, 'matching')
         robot.running = True
         end = time.monotonic() + 1.0 + seconds
