@@ -59,7 +59,8 @@ from typing import Dict
 from remote_inference_py import bringup
 from remote_inference_py.common.process import print_stacks_on_request
 from remote_inference_py.common.service_call import RetriedCall
-from remote_inference_py.executor.config import from_parameters_file
+from remote_inference_py.common.settings import declared
+from remote_inference_py.executor.config import ExecutorConfig, from_parameters_file
 
 EXPERT = 'expert'
 DEMO = 'demo'
@@ -191,6 +192,10 @@ def argument_parser():
                         f'after the pick succeeded, at most {DEFAULT_LIMIT_S:g} s)')
     parser.add_argument('--latency', type=float, default=0.2,
                         help='inference latency injected in the policy server [s]')
+    parser.add_argument('--grace', type=float, default=None, metavar='S',
+                        help="the executor's starvation_grace_s: how long it waits for a usable "
+                        "chunk before it faults (default: the arm config's, 3 s); a model whose "
+                        'forward pass takes seconds on this host needs more')
     parser.add_argument('--merge', default='aligned', choices=['append', 'aligned', 'ensemble'])
     parser.add_argument('--synchronous', action='store_true', help='the classic loop')
     parser.add_argument('--fps', type=float, default=None,
@@ -247,6 +252,8 @@ def node_overrides(options, policy):
         extra['dataset_recorder'] = {'start_executor': False}
     if options.human:   # the expert's leader arm drives from the start
         extra['executor']['driver'] = 'human'
+    if options.grace is not None:
+        extra['executor']['starvation_grace_s'] = options.grace
     if options.dataset or options.render:
         # A dataset holds the camera even when the policy does not read it (the expert).
         extra['hardware_interface'] = {**extra.get('hardware_interface', {}),
@@ -279,6 +286,10 @@ def main(argv=None):
         parser.error('--next-episode needs --dataset and a time > 0 s')
     if not 0 <= options.latency <= 10:
         parser.error(f'--latency must be between 0 and 10 s, got {options.latency:g}')
+    grace = declared(ExecutorConfig)['starvation_grace_s']   # the executor's own range
+    if options.grace is not None and not grace.low <= options.grace <= grace.high:
+        parser.error(f'--grace must be between {grace.low:g} and {grace.high:g} s, got '
+                     f'{options.grace:g}')
 
     os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(1, 200)))
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')

@@ -119,6 +119,10 @@ def test_the_demo_names_a_bad_policy_before_starting_anything(tmp_path):
     assert result.returncode == 2 and '--seconds' in result.stderr
     result = run_demo('--hand-back', '5', timeout=60)   # nobody to hand back from
     assert result.returncode == 2 and '--hand-back needs --human' in result.stderr
+    for grace in ('0.009', '600.1'):   # just outside the executor's starvation_grace_s range
+        result = run_demo('--grace', grace, timeout=60)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert f'--grace must be between 0.01 and 600 s, got {grace}' in result.stderr
 
 
 def test_a_node_that_exits_before_the_start_is_named_with_the_end_of_its_log(tmp_path):
@@ -151,6 +155,11 @@ def test_the_executor_waits_for_admission_as_long_as_the_demo_waits_for_it():
             executor = node_overrides(options, demo_policy(policy))['executor']
             assert executor['admission_timeout_s'] == START_WAIT_S, (policy, flags)
             assert executor['autostart'] is False
+            assert 'starvation_grace_s' not in executor   # the arm config's
+    for grace in (0.01, 600.0):   # --grace: the executor's grace, its range's edges
+        options = argument_parser().parse_args(['--grace', str(grace)])
+        assert node_overrides(options, demo_policy('expert'))['executor'][
+            'starvation_grace_s'] == grace
 
 
 def test_each_policy_gets_the_parameters_it_needs(tmp_path):
