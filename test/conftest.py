@@ -86,12 +86,24 @@ LEVELS = {
 }
 
 
+# Files whose result does not depend on the venv they run in: they read the repository's
+# text or run pytest itself, with the same pinned tools in both of CI's venvs. Marked
+# ``any_venv``; CI's numpy 1.26 leg leaves them out (.ci/run), as they ran in the main leg.
+ANY_VENV_FILES = ('test/tools/test_lint.py', 'test/tools/test_docs.py',
+                  'test/tools/test_layout.py', 'test/tools/test_lanes_run.py')
+
+
 def pytest_configure(config):
-    """Register the level markers and the background lane's."""
+    """Register the level markers, the background lane's and ``any_venv``."""
     for level, what in LEVELS.items():
         config.addinivalue_line('markers', f'{level}: test level ({what})')
     config.addinivalue_line('markers', 'background: may run on the low-priority worker '
                             '(test/lanes.py: CPU-bound, waits on no clock)')
+    config.addinivalue_line('markers', 'any_venv: the same result in any venv (ANY_VENV_FILES '
+                            "in test/conftest.py); CI's numpy 1.26 leg leaves it out")
+    missing = [name for name in ANY_VENV_FILES if not (ROOT / name).is_file()]
+    if missing:   # a renamed file would silently run in both legs again
+        raise pytest.UsageError(f'ANY_VENV_FILES in test/conftest.py names no file: {missing}')
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -110,6 +122,8 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(getattr(pytest.mark, folder.name))
         if lanes.is_background(item.nodeid):
             item.add_marker(pytest.mark.background)
+        if lanes.file_of(item.nodeid) in ANY_VENV_FILES:
+            item.add_marker(pytest.mark.any_venv)
     # The heaviest levels first, the colcon build (the longest test) at their head: the two
     # workers then end on short tests, instead of one waiting while the other builds.
     heavy_first = ['system', 'ros', 'tools', 'pure']
