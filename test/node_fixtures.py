@@ -15,8 +15,9 @@
 """
 Node-level helpers shared by the node and system tests.
 
-The robot side of a policy server, the executor's test parameters, the Feetech arm on the
-servo bus emulator, camera settings and setting a node's parameter over its service.
+The robot side of a policy server, the executor's test parameters, the executor beside a
+scripted server and a fake arm (:func:`start_system`), the Feetech arm on the servo bus
+emulator, camera settings and setting a node's parameter over its service.
 
 The emulator pytest fixture itself is in conftest.py (it starts an emulator process per test).
 """
@@ -185,9 +186,6 @@ class ManualRobot(Robot):
 EXECUTOR = {'deployment': 'test', 'autostart': True, 'refill_seconds': 0.2,
             'starvation_grace_s': 1.0, 'return_speed_rad_s': 1.0, 'max_step_rad': 0.5}
 
-
-# ----------------------------------------------------------------------------- Feetech arm
-
 # A command the fake arm (test/peers/fake_arm.py) applied, as it logs it.
 CMD = re.compile(r'^CMD t=(\d+) (.*)$', re.M)
 
@@ -229,6 +227,8 @@ def commands(arm_proc):
     return [(int(t), [float(v) for v in values.split()])
             for t, values in CMD.findall(arm_proc.output())]
 
+
+# ----------------------------------------------------------------------------- Feetech arm
 
 IDS = {name: index + 1 for index, name in enumerate(JOINTS)}
 CALIBRATION = Calibration.load(EXAMPLE)
