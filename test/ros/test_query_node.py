@@ -117,7 +117,10 @@ def test_question_and_subtask_hold_the_arm_and_resume_from_a_fresh_capture(proce
     executor = processes.console_script('executor', node_name='executor', params={
         **EXECUTOR, 'semantics': 'si-radians-v1', 'task': 'pick up the cube',
         'steering_period_s': 0.3, 'presence_lease_s': 1.0,
-        'starvation_grace_s': 3.0})   # a fresh chunk after each answer, on a loaded machine
+        'starvation_grace_s': 3.0,   # a fresh chunk after each answer, on a loaded machine
+        # Home slowly: a goal sent on seeing STOPPING must reach the executor before it ends
+        # (a test process stalled 3 s on a loaded machine missed a 1.5 s way home).
+        'return_speed_rad_s': 0.2})
     client = ActionClient(node, Query, 'executor/query')
 
     # Before admission (no server yet): refused by name, nothing moves.
@@ -229,7 +232,7 @@ def test_question_and_subtask_hold_the_arm_and_resume_from_a_fresh_capture(proce
     assert 'server lost during a query' in outcome.result.message, outcome.result.message
     assert time.monotonic() - lost < 1.0 + 4.0   # the 1 s lease, generously
     assert [p for p, _ in watch.feedback] == ['paused', 'asking']   # it never resumed
-    # While going home (about 1.5 s at 1 rad/s): refused by name.
+    # While going home (about 7 s at 0.2 rad/s): refused by name.
     spinner.until(lambda: watch.state() == 'STOPPING', 5, 'going home')
     status, result = send(spinner, client, watch, 'question', 'is the cube held?')
     assert 'the executor is STOPPING' in result.message, result.message
