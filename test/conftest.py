@@ -58,11 +58,13 @@ os.environ['ROS_DOMAIN_ID'] = os.environ.get(
 # serial run and in a worker with a /dev/shm of its own (test/xdist_worker); in a worker that
 # shares /dev/shm with another, the other worker's killed processes would count, so it is off.
 LEAK_CHECK = WORKER is None or os.environ.get('RI_PRIVATE_SHM') == '1'
-# The controller's flag for releasing the background worker (test/lanes.py), one per run.
+# The controller's flag for releasing the background worker, and the folder where a worker's
+# watch writes the stacks of its end (test/lanes.py), one per run.
 if WORKER is None:
     _LANE_DIR = tempfile.mkdtemp(prefix='ri-lanes-')
     atexit.register(shutil.rmtree, _LANE_DIR, True)
     os.environ[lanes.RELEASE_VARIABLE] = os.path.join(_LANE_DIR, 'timed_lane_empty')
+    os.environ[lanes.STACKS_VARIABLE] = _LANE_DIR
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = str(ROOT / 'config' / 'fastdds_shm.xml')
 os.environ.pop('ROS_STATIC_PEERS', None)
@@ -110,6 +112,12 @@ def pytest_configure(config):
 def pytest_xdist_make_scheduler(config, log):
     """Schedule by lane (test/lanes.py) when a worker is started niced, as ./run test does."""
     return lanes.make_scheduler(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_handlecrashitem(crashitem, report, sched):
+    """Name what a dead worker printed; run its test once more (test/lanes.py)."""
+    lanes.handle_crash(crashitem, report, sched)
 
 
 def pytest_collection_modifyitems(config, items):

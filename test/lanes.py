@@ -51,9 +51,12 @@ INTERNALERROR instead of a report naming the test).
 import collections
 import faulthandler
 import os
+import pathlib
 import sys
 import threading
 import time
+
+import pytest
 
 BACKGROUND_FILES = (
     'test/system/test_build_and_setup.py',       # the colcon build and ./run's set-up
@@ -86,10 +89,28 @@ stuck: its worker prints every thread's stack and exits, so pytest-xdist reports
 crashed and goes on with a new worker instead of the whole run waiting for the CI time limit.
 The longest test, the colcon build, takes about 3 minutes on a loaded 2-core machine."""
 
+GIL_STALL_S = 60.0
+"""A worker at normal priority whose watch thread could not run for this long is stuck in a C
+call that holds the GIL, which no Python thread can bound: rclpy holds it through the C++ call
+Fast DDS 3.2 deadlocks in (docs/tests.md), and a clean-clone run hung for good in a product
+call (``Subscription.destroy``), the watch thread waiting for the GIL. So each beat of the watch
+re-arms faulthandler's watchdog, a C thread: GIL_STALL_S after the last beat it prints every
+thread's stack (``Timeout (0:01:00)!``) and ends the worker. A niced worker, which may wait any
+time for the CPU, is not bounded so until it is released. Pure Python gives the GIL up every
+5 ms and a module import's C part takes seconds, so only a stuck call lasts a minute."""
+
 RELEASE_VARIABLE = 'RI_TEST_LANE_RELEASE'
 """The release flag's path (set by the controller's conftest, inherited by the workers)."""
 
 WATCH_PERIOD_S = 1.0
+
+CRASHED = pytest.StashKey[set]()
+"""The tests whose worker died in this run (the controller's; handle_crash)."""
+
+STACKS_VARIABLE = 'RI_TEST_WORKER_STACKS'
+"""A folder (set by the controller's conftest) where each worker's watch writes what it prints
+on ending its worker, as ``<worker>.txt``: pytest captures a test's file descriptor 2, so a
+worker that dies inside a test takes what it wrote there with it."""
 
 
 def file_of(nodeid: str) -> str:
@@ -105,6 +126,39 @@ def is_background(nodeid: str) -> bool:
 def is_background_worker(node) -> bool:
     """Return True if pytest-xdist started `node` at a lowered priority (``nice=`` in --tx)."""
     return bool(node.gateway.spec.nice)
+
+
+def handle_crash(crashitem: str, report, sched) -> None:
+    """Name what a dead worker printed, and queue its test once more unless ``--reruns`` does.
+
+    The pytest_handlecrashitem hook of test/conftest.py. A worker dies when the test process
+    itself does (the GIL_STALL_S bound ending Fast DDS's deadlock, the stuck watch, a
+    segfault), never because a test failed: a node that crashes is a failed test. The stacks
+    its watch wrote (STACKS_VARIABLE) go into the crash report, which pytest-xdist makes;
+    its test runs once more, shown as ``R`` with those stacks printed, and a second crash
+    fails it. A failed test is never run again. ``--reruns N`` (``./run test --under-load``)
+    leaves crashes to pytest-rerunfailures, and suite_report.py counts every rerun as red.
+    """
+    stacks = pathlib.Path(os.environ.get(STACKS_VARIABLE, '/nonexistent'),
+                          f'{report.node.gateway.id}.txt')
+    said = stacks.read_text(errors='replace').strip() if stacks.is_file() else ''
+    if said:
+        report.longrepr = f'{report.longrepr}\n{said}'
+    terminal = sched.config.pluginmanager.get_plugin('terminalreporter')
+    say = terminal.write_line if terminal is not None else print
+    say(f'\nlanes: {report.longrepr}')
+    if sched.config.getoption('reruns', 0):
+        return
+    crashed = sched.config.stash.setdefault(CRASHED, set())
+    if crashitem in crashed:
+        return
+    crashed.add(crashitem)
+    try:
+        sched.mark_test_pending(crashitem)
+    except NotImplementedError:   # a scheduler that cannot run a test again
+        return
+    report.outcome = 'rerun'
+    say(f'lanes: running {crashitem} once more')
 
 
 def make_scheduler(config, log):
@@ -288,6 +342,14 @@ def renice_tree(pid: int, nice: int = 0) -> str:
     return problem
 
 
+def stacks_file():
+    """Return this worker's file in the folder of STACKS_VARIABLE (standard error without)."""
+    folder, worker = os.environ.get(STACKS_VARIABLE), os.environ.get('PYTEST_XDIST_WORKER')
+    if not folder or not worker:
+        return sys.__stderr__
+    return open(os.path.join(folder, f'{worker}.txt'), 'w', buffering=1)
+
+
 class StuckWatch:
     """End a worker whose test ran STUCK_TEST_S at normal priority (see the module docstring).
 
@@ -298,10 +360,16 @@ class StuckWatch:
     """
 
     def __init__(self, bound_s: float = STUCK_TEST_S, release_path: str = '',
-                 clock=time.monotonic, period_s: float = WATCH_PERIOD_S):
-        """Watch with `bound_s`; `release_path` is the flag's path ('' = never released)."""
+                 clock=time.monotonic, period_s: float = WATCH_PERIOD_S,
+                 gil_stall_s: float = GIL_STALL_S, out=None):
+        """Watch with `bound_s`; `release_path` is the flag's path ('' = never released).
+
+        `out`, a file, gets the stacks on an end (default: this worker's file in the folder
+        of STACKS_VARIABLE, else standard error).
+        """
         self.bound_s, self.release_path, self.clock = bound_s, release_path, clock
-        self.period_s = period_s
+        self.period_s, self.gil_stall_s = period_s, gil_stall_s
+        self.out = out or stacks_file()
         self.test = None
         self.counted = 0.0
         self.last = None
@@ -340,17 +408,29 @@ class StuckWatch:
             self.last = now
             return self.counted >= self.bound_s
 
+    def beat(self) -> None:
+        """Re-arm the GIL-free bound (GIL_STALL_S) at normal priority; disarm it while niced.
+
+        faulthandler has one such timer per process: the ros fixture's bounded teardown
+        (node_main.destroy_bounded) arms it too, and the next beat sets it back to this bound.
+        """
+        if self.niced():
+            faulthandler.cancel_dump_traceback_later()
+        else:
+            faulthandler.dump_traceback_later(self.gil_stall_s, exit=True, file=self.out)
+
     def run_forever(self) -> None:
         """Check every period; on a stuck test print every stack and end the worker."""
         while True:
+            self.beat()
             time.sleep(self.period_s)
             for note in self.notes:
                 print(f'\nlanes: {note}', file=sys.__stderr__, flush=True)
             self.notes.clear()
             if self.check():
-                print(f'\nlanes: {self.test} ran {self.bound_s:.0f} s at normal priority: '
-                      'stuck; every thread:', file=sys.__stderr__, flush=True)
-                faulthandler.dump_traceback(file=sys.__stderr__, all_threads=True)
+                print(f'lanes: {self.test} ran {self.bound_s:.0f} s at normal priority: '
+                      'stuck; every thread:', file=self.out, flush=True)
+                faulthandler.dump_traceback(file=self.out, all_threads=True)
                 os._exit(1)
 
     def start(self) -> None:

@@ -237,3 +237,16 @@ def test_a_timed_workers_test_is_stuck_after_the_bound_and_a_finished_one_never(
     watch.now = 100.0
     assert not watch.check()
     assert lanes.descendants(1)     # every process descends from init
+
+
+def test_the_gil_free_bound_is_armed_at_normal_priority_only(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(lanes.faulthandler, 'dump_traceback_later',
+                        lambda timeout, exit, file: calls.append(('arm', timeout, exit, file)))
+    monkeypatch.setattr(lanes.faulthandler, 'cancel_dump_traceback_later',
+                        lambda: calls.append(('disarm',)))
+    watch = Niced(tmp_path / 'release')
+    watch.beat()                    # niced: it may wait any time for the CPU
+    watch.nice = 0
+    watch.beat()                    # released to normal priority: bounded, stacks to its file
+    assert calls == [('disarm',), ('arm', lanes.GIL_STALL_S, True, watch.out)]
