@@ -17,7 +17,7 @@ Does recording a LeRobot dataset slow the control loop? Recording on and off, in
 
 Each cell is a whole ``./run demo`` of the simulated SO-101 (the scripted expert, 0.2 s of
 injected inference latency, ``--seconds`` of motion), its nodes in their own processes over
-DDS. Both cells render the simulated camera at 640x480 and 30 Hz (``--render``), so the only
+DDS. Both cells render the simulated camera at ``--camera`` (640x480) and 30 Hz, so the only
 difference is the dataset recorder: ``on`` adds ``--dataset`` (the recorder node subscribing
 to the raw frames, writing one PNG per dispatched tick and encoding the episode's video with
 LeRobot at the end; the demo's bag then also takes the camera as JPEG), ``off`` does not.
@@ -32,7 +32,7 @@ line).
 
 Run: ``./run bench recording`` (or ``python bench/bench_recording.py --rounds 3`` inside
 ``./run shell``). Prints a markdown table and writes bench/results/recording.md; ``--smoke``
-(bench/smoke.py): one round of 2 s.
+(bench/smoke.py): one round of 2 s with a 160x120 camera.
 """
 
 import argparse
@@ -53,11 +53,11 @@ from remote_inference_py.transport.values import stamp_ns
 FPS = 30.0
 
 
-def run_cell(record, seconds, folder):
+def run_cell(record, seconds, camera, folder):
     """Run one demo; return its numbers (see the module docstring)."""
     out = folder / 'demo'
     args = [sys.executable, '-m', 'remote_inference_py.demo', '--seconds', str(seconds),
-            '--no-video', '--render', '--out', str(out)]
+            '--no-video', '--render', '--camera', camera, '--out', str(out)]
     if record:
         args += ['--dataset', str(folder / 'dataset')]
     env = {k: v for k, v in os.environ.items() if k != '_ROS_WHEELS_BOOTSTRAP_COMPLETE'}
@@ -112,18 +112,20 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--rounds', type=int, default=3, help='cells of each kind')
     parser.add_argument('--seconds', type=float, default=10.0, help='motion per cell [s]')
-    options = smoke.parse_args(parser, argv, rounds=1, seconds=2.0)
+    parser.add_argument('--camera', default='640x480', metavar='WxH',
+                        help='the simulated camera (default 640x480, as the demo)')
+    options = smoke.parse_args(parser, argv, rounds=1, seconds=2.0, camera='160x120')
     results = []
     with tempfile.TemporaryDirectory(prefix='bench_recording_') as scratch:
         for round_ in range(options.rounds):
             for record in (False, True):
                 folder = pathlib.Path(scratch) / f'{round_}_{int(record)}'
                 folder.mkdir()
-                results.append(run_cell(record, options.seconds, folder))
+                results.append(run_cell(record, options.seconds, options.camera, folder))
                 print(table(results[-1:]).splitlines()[-1], flush=True)
     text = table(results)
     host = (f'{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at the end; '
-            f'{options.rounds} rounds of {options.seconds:g} s')
+            f'{options.rounds} rounds of {options.seconds:g} s, camera {options.camera}')
     print(text)
     path = smoke.write_results(options, 'recording.md',
                                f'# Recording on and off\n\n{host}\n\n{text}\n', __file__, argv)

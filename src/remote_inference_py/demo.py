@@ -51,6 +51,7 @@ import dataclasses
 import os
 import pathlib
 import random
+import re
 import subprocess
 import sys
 import time
@@ -61,7 +62,11 @@ from remote_inference_py.common.process import print_stacks_on_request
 from remote_inference_py.common.service_call import RetriedCall
 from remote_inference_py.common.settings import declared
 from remote_inference_py.executor.config import ExecutorConfig, from_parameters_file
+from remote_inference_py.hardware.config import HardwareConfig
 
+# The hardware interface's declared ranges of the simulated camera's size (--camera).
+CAMERA_SETTINGS = {'width': declared(HardwareConfig)['sim_image_width'],
+                   'height': declared(HardwareConfig)['sim_image_height']}
 EXPERT = 'expert'
 DEMO = 'demo'
 IDLE = 'idle'
@@ -220,6 +225,9 @@ def argument_parser():
                         'local/<folder name>)')
     parser.add_argument('--render', action='store_true', help='render the simulated camera '
                         'even when the policy does not read it (as --dataset does)')
+    parser.add_argument('--camera', default='', metavar='WxH',
+                        help='render the simulated camera at this size, e.g. 160x120 (default '
+                        '640x480; a checkpoint with a manifest: the size it declares)')
     parser.add_argument('--no-video', action='store_true', help='skip the video of the run')
     parser.add_argument('--out', default='', help='output folder (default runs/demo_<time>)')
     parser.add_argument('--human', action='store_true', help='the scripted expert plays the '
@@ -258,7 +266,24 @@ def node_overrides(options, policy):
         # A dataset holds the camera even when the policy does not read it (the expert).
         extra['hardware_interface'] = {**extra.get('hardware_interface', {}),
                                        'sim_render': True}
+    if options.camera:
+        width, height = camera_size(options.camera)
+        extra['hardware_interface'] = {**extra.get('hardware_interface', {}),
+                                       'sim_image_width': width, 'sim_image_height': height}
     return extra
+
+
+def camera_size(text):
+    """Return (width, height) of ``--camera WxH``; ValueError naming what is wrong."""
+    match = re.fullmatch(r'(\d+)x(\d+)', text)
+    if not match:
+        raise ValueError(f'--camera takes WIDTHxHEIGHT in pixels, e.g. 160x120; got {text!r}')
+    size = int(match.group(1)), int(match.group(2))
+    for (name, setting), value in zip(CAMERA_SETTINGS.items(), size):
+        if not setting.low <= value <= setting.high:
+            raise ValueError(f'--camera {text}: the {name} must be {setting.low:g}-'
+                             f'{setting.high:g} px (the range of the hardware interface)')
+    return size
 
 
 def main(argv=None):
@@ -286,6 +311,16 @@ def main(argv=None):
         parser.error('--next-episode needs --dataset and a time > 0 s')
     if not 0 <= options.latency <= 10:
         parser.error(f'--latency must be between 0 and 10 s, got {options.latency:g}')
+    if options.camera:
+        try:
+            size = camera_size(options.camera)
+        except ValueError as error:
+            parser.error(str(error))
+        declared_size = policy.overrides.get('hardware_interface', {}).get('sim_image_width')
+        if declared_size is not None and size != (
+                declared_size, policy.overrides['hardware_interface']['sim_image_height']):
+            parser.error(f'--camera {options.camera}: {policy.label} declares the size of '
+                         'its frames (leave --camera out)')
     grace = declared(ExecutorConfig)['starvation_grace_s']   # the executor's own range
     if options.grace is not None and not grace.low <= options.grace <= grace.high:
         parser.error(f'--grace must be between {grace.low:g} and {grace.high:g} s, got '

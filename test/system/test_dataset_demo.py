@@ -28,6 +28,12 @@ from ros_fixtures import run_module
 from remote_inference_py.analysis.bag import read_bag
 
 
+# A small camera: the recorder writes each frame and encodes the episode's video, which at
+# the default 640x480 cost most of these tests' CPU; what they check holds at any size.
+WIDTH, HEIGHT = 160, 120
+CAMERA = f'{WIDTH}x{HEIGHT}'
+
+
 def run(module, *args, timeout=300):
     return run_module(module, *args, timeout=timeout, env={**os.environ, 'HF_HUB_OFFLINE': '1'})
 
@@ -59,7 +65,7 @@ def test_the_demo_records_a_dataset_and_its_bag_converts_to_the_same_rows(tmp_pa
     live, out = tmp_path / 'live', tmp_path / 'demo'
     # The operator begins the next episode 4 s into the motion (dataset/start_episode).
     result = run('remote_inference_py.demo', '--dataset', str(live), '--repo-id', 'local/pick',
-                 '--next-episode', '4', '--no-video', '--out', str(out))
+                 '--next-episode', '4', '--camera', CAMERA, '--no-video', '--out', str(out))
     assert result.returncode == 0, result.stdout + result.stderr
     dispatched, held, _ = dispatched_ticks(result.stdout)
     assert f'demo: dataset {live}: ' in result.stdout
@@ -81,7 +87,8 @@ def test_the_demo_records_a_dataset_and_its_bag_converts_to_the_same_rows(tmp_pa
     assert a.fps == b.fps == 30 and a.num_episodes == b.num_episodes == 2   # marks in the bag
     assert a.num_frames + dropped == b.num_frames == dispatched
     assert a.meta.video_keys == ['observation.images.front']
-    assert a.features['observation.images.front']['shape'] in ((480, 640, 3), [480, 640, 3])
+    # The camera's size as rendered (--camera), height first, as LeRobot's own datasets.
+    assert list(a.features['observation.images.front']['shape']) == [HEIGHT, WIDTH, 3]
     assert json.loads((live / 'meta' / 'remote_inference.json').read_text())['units'] == {
         'observation.state': 'si-radians-v1', 'action': 'si-radians-v1'}
     rows_a = a.hf_dataset.with_format('numpy')
@@ -113,7 +120,7 @@ def test_the_demo_records_a_dataset_and_its_bag_converts_to_the_same_rows(tmp_pa
     # Decoded video frames: the live raw frames and the bag's JPEG ones agree within the loss.
     loader = torch.utils.data.DataLoader(a, batch_size=32, shuffle=False)
     batch = next(iter(loader))
-    assert batch['observation.images.front'].shape == (32, 3, 480, 640)
+    assert batch['observation.images.front'].shape == (32, 3, HEIGHT, WIDTH)
     for index in (0, dispatched // 2, dispatched - 1)[:1 if dropped else 3]:
         difference = (a[index]['observation.images.front']
                       - b[index]['observation.images.front']).abs().mean() * 255
@@ -130,8 +137,8 @@ def test_a_dataset_of_other_features_is_refused_before_the_arm_moves(tmp_path):
                                     'names': [f'j{i}' for i in range(7)]}}}
     (folder / 'meta' / 'info.json').write_text(json.dumps(info))
     out = tmp_path / 'demo'
-    result = run('remote_inference_py.demo', '--dataset', str(folder), '--no-video', '--out',
-                 str(out), '--seconds', '3')
+    result = run('remote_inference_py.demo', '--dataset', str(folder), '--camera', CAMERA,
+                 '--no-video', '--out', str(out), '--seconds', '3')
     assert result.returncode != 0
     # The recorder's latched dataset/state says why, and the demo says it and starts nothing.
     said = re.search(r'the system did not start: the dataset recorder refused: (.*)$',
@@ -151,7 +158,8 @@ def test_the_expert_as_the_human_then_the_policy_each_frame_says_who_acted(tmp_p
     from remote_inference_py.executor.config import ExecutorConfig
     live, out = tmp_path / 'live', tmp_path / 'demo'
     demo = run('remote_inference_py.demo', '--human', '--hand-back', '5', '--dataset',
-               str(live), '--repo-id', 'local/dagger', '--no-video', '--out', str(out))
+               str(live), '--repo-id', 'local/dagger', '--camera', CAMERA, '--no-video',
+               '--out', str(out))
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert 'demo: handed back to the policy at ' in demo.stdout
     assert 'the policy drives again from a fresh capture' in demo.stdout

@@ -123,6 +123,26 @@ def test_the_demo_names_a_bad_policy_before_starting_anything(tmp_path):
         result = run_demo('--grace', grace, timeout=60)
         assert result.returncode == 2, result.stdout + result.stderr
         assert f'--grace must be between 0.01 and 600 s, got {grace}' in result.stderr
+    result = run_demo('--camera', '4097x120', timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert '--camera 4097x120: the width must be 1-4096 px' in result.stderr, result.stderr
+
+
+def test_the_camera_size_is_the_hardware_interfaces_to_its_range_edges():
+    from remote_inference_py.demo import (argument_parser, camera_size, demo_policy,
+                                          node_overrides)
+    assert camera_size('1x1') == (1, 1) and camera_size('4096x4096') == (4096, 4096)
+    for text, named in (('0x120', 'the width must be 1-4096 px'),
+                        ('160x4097', 'the height must be 1-4096 px'),
+                        ('160', 'takes WIDTHxHEIGHT'), ('160x120x3', 'takes WIDTHxHEIGHT')):
+        with pytest.raises(ValueError, match=named):
+            camera_size(text)
+    options = argument_parser().parse_args(['--dataset', 'd', '--camera', '160x120'])
+    hardware = node_overrides(options, demo_policy('expert'))['hardware_interface']
+    assert hardware == {'sim_render': True, 'sim_image_width': 160, 'sim_image_height': 120}
+    options = argument_parser().parse_args(['--dataset', 'd'])   # the interface's default
+    assert node_overrides(options, demo_policy('expert'))['hardware_interface'] == {
+        'sim_render': True}
 
 
 def test_a_node_that_exits_before_the_start_is_named_with_the_end_of_its_log(tmp_path):
