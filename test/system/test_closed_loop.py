@@ -34,8 +34,10 @@ def test_record_train_serve_runs_end_to_end(tmp_path):
     env['HF_HUB_OFFLINE'] = '1'
     # One episode: a second is one more demo run (25 s of CPU) through the same steps; appending
     # to a dataset is test_dataset.py's (the same writer, as lerobot-record --resume appends).
+    # A 160x120 camera: the same steps, a ResNet-18 on a sixteenth of the pixels.
     done = subprocess.run([str(ROOT / 'run'), 'loop', '--out', str(tmp_path), '--episodes',
-                           '1', '--steps', '2', '--seconds', '4'], capture_output=True,
+                           '1', '--steps', '2', '--seconds', '4', '--camera', '160x120'],
+                          capture_output=True,
                           text=True, env=env,
                           timeout=960)   # a backstop: each step has its own named bound
     assert done.returncode == 0, done.stdout + done.stderr
@@ -46,7 +48,10 @@ def test_record_train_serve_runs_end_to_end(tmp_path):
     rows = pyarrow.concat_tables([parquet.read_table(f) for f in files])
     assert rows.num_rows == info['total_frames'] and all(rows.column('intervention').to_pylist())
     folder = tmp_path / 'train' / 'checkpoints' / 'last' / 'pretrained_model'
-    assert json.loads((folder / 'config.json').read_text())['type'] == 'act'
+    config = json.loads((folder / 'config.json').read_text())
+    assert config['type'] == 'act'
+    # Trained on the frames as recorded: channels, height, width.
+    assert config['input_features']['observation.images.front']['shape'] == [3, 120, 160]
     assert 'closed_loop: served' in done.stdout and 'chunks accepted' in done.stdout
     log = (tmp_path / 'serve' / 'policy_server.log').read_text()
     assert 'act' in log.lower()

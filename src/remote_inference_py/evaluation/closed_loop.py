@@ -26,6 +26,9 @@ The loop closed offline: record, train with LeRobot, serve. ``./run loop --out D
    (the units the dataset was recorded in, from its ``meta/remote_inference.json``), with a
    starvation grace of :data:`SERVE_GRACE_S` (``--grace``) for a CPU host's slow passes.
 
+The simulated camera renders at ``--camera`` (default 640x480) in the recording and the served
+run alike, so the policy sees the frames it was trained on.
+
 It must run end to end; a few training steps are not expected to pick the cube. Exit 0 when
 every step ran and the served policy's chunks reached the executor; exit 1 naming the step
 that failed or ran past its bound (:data:`STEP_TIMEOUT_S`, about eight times what a step takes
@@ -51,6 +54,7 @@ import time
 import types
 
 from remote_inference_py.common.process import communicate_bounded, print_stacks_on_request
+from remote_inference_py.demo import camera_size
 
 REPO_ID = 'local/closed_loop'
 
@@ -123,8 +127,14 @@ def main(argv=None):
     parser.add_argument('--steps', type=int, default=5, help='ACT training steps')
     parser.add_argument('--chunk', type=int, default=30, help="ACT's chunk size [steps]")
     parser.add_argument('--seconds', type=float, default=5.0, help='served run [s]')
+    parser.add_argument('--camera', default='640x480', metavar='WxH',
+                        help='the simulated camera, recorded and served (default 640x480)')
     parser.add_argument('--train-only', action='store_true', help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
+    try:
+        camera_size(options.camera)
+    except ValueError as error:
+        parser.error(str(error))
     out = pathlib.Path(options.out)
     dataset, output = out / 'dataset', out / 'train'
     if options.train_only:
@@ -135,7 +145,7 @@ def main(argv=None):
     try:
         for episode in range(options.episodes):
             said = run(['-m', 'remote_inference_py.demo', '--human', '--dataset', str(dataset),
-                        '--repo-id', REPO_ID, '--no-video',
+                        '--repo-id', REPO_ID, '--camera', options.camera, '--no-video',
                         '--out', str(out / f'record_{episode}')],
                        f'recording episode {episode} with the scripted expert as the human',
                        STEP_TIMEOUT_S['record']).stdout
@@ -148,8 +158,8 @@ def main(argv=None):
         units = json.loads((dataset / 'meta' / 'remote_inference.json').read_text())['units']
         served = run(['-m', 'remote_inference_py.demo', '--policy', str(folder),
                       '--semantics', units['action'], '--seconds', str(options.seconds),
-                      '--latency', '0.05', '--grace', str(SERVE_GRACE_S), '--no-video',
-                      '--out', str(out / 'serve')],
+                      '--latency', '0.05', '--grace', str(SERVE_GRACE_S),
+                      '--camera', options.camera, '--no-video', '--out', str(out / 'serve')],
                      f'serving {folder} ({units["action"]})',
                      STEP_TIMEOUT_S['serve'] + options.seconds, check=False)
         print(f'closed_loop: served {folder} ({units["action"]})')
