@@ -139,9 +139,9 @@ def handle_crash(crashitem: str, report, sched) -> None:
     fails it. A failed test is never run again. ``--reruns N`` (``./run test --under-load``)
     leaves crashes to pytest-rerunfailures, and suite_report.py counts every rerun as red.
     """
-    stacks = pathlib.Path(os.environ.get(STACKS_VARIABLE, '/nonexistent'),
-                          f'{report.node.gateway.id}.txt')
-    said = stacks.read_text(errors='replace').strip() if stacks.is_file() else ''
+    folder = os.environ.get(STACKS_VARIABLE)
+    stacks = pathlib.Path(folder, f'{report.node.gateway.id}.txt') if folder else None
+    said = stacks.read_text(errors='replace').strip() if stacks and stacks.is_file() else ''
     if said:
         report.longrepr = f'{report.longrepr}\n{said}'
     terminal = sched.config.pluginmanager.get_plugin('terminalreporter')
@@ -364,12 +364,12 @@ class StuckWatch:
                  gil_stall_s: float = GIL_STALL_S, out=None):
         """Watch with `bound_s`; `release_path` is the flag's path ('' = never released).
 
-        `out`, a file, gets the stacks on an end (default: this worker's file in the folder
-        of STACKS_VARIABLE, else standard error).
+        `out`, a file, gets the stacks on an end (by default :meth:`start` opens this worker's
+        file in the folder of STACKS_VARIABLE, else takes standard error).
         """
         self.bound_s, self.release_path, self.clock = bound_s, release_path, clock
         self.period_s, self.gil_stall_s = period_s, gil_stall_s
-        self.out = out or stacks_file()
+        self.out = out
         self.test = None
         self.counted = 0.0
         self.last = None
@@ -435,4 +435,5 @@ class StuckWatch:
 
     def start(self) -> None:
         """Run the watch on a daemon thread."""
+        self.out = self.out or stacks_file()
         threading.Thread(target=self.run_forever, name='stuck-watch', daemon=True).start()
