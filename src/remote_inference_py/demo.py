@@ -273,8 +273,11 @@ def node_overrides(options, policy):
     return extra
 
 
-def camera_size(text):
-    """Return (width, height) of ``--camera WxH``; ValueError naming what is wrong."""
+def camera_size(text, policy=None):
+    """Return (width, height) of ``--camera WxH``; ValueError naming what is wrong.
+
+    A `policy` whose manifest declares its frames' size takes no other (see demo_policy).
+    """
     match = re.fullmatch(r'(\d+)x(\d+)', text)
     if not match:
         raise ValueError(f'--camera takes WIDTHxHEIGHT in pixels, e.g. 160x120; got {text!r}')
@@ -283,6 +286,12 @@ def camera_size(text):
         if not setting.low <= value <= setting.high:
             raise ValueError(f'--camera {text}: the {name} must be {setting.low:g}-'
                              f'{setting.high:g} px (the range of the hardware interface)')
+    hardware = policy.overrides.get('hardware_interface', {}) if policy else {}
+    if 'sim_image_width' in hardware and size != (hardware['sim_image_width'],
+                                                  hardware['sim_image_height']):
+        raise ValueError(f'--camera {text}: {policy.label} declares its frames as '
+                         f'{hardware["sim_image_width"]}x{hardware["sim_image_height"]} '
+                         '(leave --camera out)')
     return size
 
 
@@ -313,14 +322,9 @@ def main(argv=None):
         parser.error(f'--latency must be between 0 and 10 s, got {options.latency:g}')
     if options.camera:
         try:
-            size = camera_size(options.camera)
+            camera_size(options.camera, policy)
         except ValueError as error:
             parser.error(str(error))
-        declared_size = policy.overrides.get('hardware_interface', {}).get('sim_image_width')
-        if declared_size is not None and size != (
-                declared_size, policy.overrides['hardware_interface']['sim_image_height']):
-            parser.error(f'--camera {options.camera}: {policy.label} declares the size of '
-                         'its frames (leave --camera out)')
     grace = declared(ExecutorConfig)['starvation_grace_s']   # the executor's own range
     if options.grace is not None and not grace.low <= options.grace <= grace.high:
         parser.error(f'--grace must be between {grace.low:g} and {grace.high:g} s, got '

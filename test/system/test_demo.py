@@ -206,6 +206,14 @@ def test_each_policy_gets_the_parameters_it_needs(tmp_path):
     assert learned.overrides['policy_server']['checkpoint'] == str(model.resolve())
     assert learned.overrides['executor']['semantics'] == 'si-radians-v1'
 
+    # --camera: the size the manifest declares, or none (the frames are the policy's input).
+    from remote_inference_py.demo import camera_size
+    assert camera_size('128x96', learned) == (128, 96)
+    with pytest.raises(ValueError, match=r'--camera 160x120: checkpoint .* declares its '
+                                         r'frames as 128x96 \(leave --camera out\)'):
+        camera_size('160x120', learned)
+    assert camera_size('160x120', expert) == (160, 120)
+
     assert learned.overrides['executor']['fps'] == 30.0
     assert demo_policy(str(model), 30.0).overrides == learned.overrides
     with pytest.raises(ValueError, match=r'--fps 25 differs from the 30 Hz of the manifest'):
